@@ -1,0 +1,86 @@
+// Package store defines the storage contract of latchkey: the domain's value
+// types, sentinel errors, and the Store interface that each backend
+// (sqlite, postgres) implements and that storetest checks.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Backends translate driver errors into these so that callers
+// never inspect driver-specific codes.
+var (
+	// ErrNotFound: the requested record does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a unique key is already taken, or a single-use value was already used.
+	ErrConflict = errors.New("store: conflict")
+)
+
+// Client is an OAuth client (RFC 6749 section 2). Secrets are never stored in
+// the clear: SecretHash is a keyed hash of a machine-generated secret, and
+// SecretPHC holds an operator-supplied PHC string (argon2id, bcrypt, pbkdf2).
+type Client struct {
+	ID                      string
+	SecretHash              []byte // keyed HMAC-SHA-256 of the secret; nil when none
+	SecretPHC               string // PHC-format hash; "" when none
+	Name                    string
+	TokenEndpointAuthMethod string // client_secret_basic | client_secret_post | private_key_jwt | none
+	JWKS                    []byte // JSON Web Key Set (public keys) for private_key_jwt; nil when none
+	JWKSURI                 string
+	RedirectURIs            []string
+	GrantTypes              []string
+	Scopes                  []string
+	ConsentRequired         bool
+	AllowPlainPKCE          bool
+	AccessTokenLifetime     time.Duration
+	RefreshTokenLifetime    time.Duration
+	AppIdentifier           string
+	AppPlatform             string
+	AppVersion              string
+	CreatedAt               time.Time // set by the backend on insert
+	UpdatedAt               time.Time // set by the backend on every write
+}
+
+// Clients stores OAuth clients.
+type Clients interface {
+	// UpsertClient creates the client or replaces every field of an existing
+	// one with the same ID (CreatedAt is kept).
+	UpsertClient(ctx context.Context, c Client) error
+	// GetClient returns ErrNotFound for an unknown ID.
+	GetClient(ctx context.Context, id string) (Client, error)
+	// ListClients returns all clients ordered by ID.
+	ListClients(ctx context.Context) ([]Client, error)
+	// DeleteClient returns ErrNotFound for an unknown ID.
+	DeleteClient(ctx context.Context, id string) error
+}
+
+// AssertionIDs remembers the jti of client assertions (RFC 7523 section 3,
+// item 7) so that a replayed assertion is refused by every instance.
+type AssertionIDs interface {
+	// UseAssertionID records (clientID, jti) until expiresAt. It returns
+	// ErrConflict when the pair is already recorded and has not expired at now.
+	// An expired record with the same key is replaced.
+	UseAssertionID(ctx context.Context, clientID, jti string, expiresAt, now time.Time) error
+	// DeleteExpiredAssertionIDs removes records that expired before now and
+	// reports how many it removed.
+	DeleteExpiredAssertionIDs(ctx context.Context, now time.Time) (int64, error)
+}
+
+// Store is every aggregate of latchkey joined in one handle.
+type Store interface {
+	Clients
+	AssertionIDs
+
+	// Tx runs fn inside one transaction: fn's Store sees and writes only
+	// through that transaction. fn's error (or a panic) rolls back; nil commits.
+	// Nested Tx calls on the transaction's Store run inside the same transaction.
+	Tx(ctx context.Context, fn func(Store) error) error
+	// Ping checks that the backend is reachable (readiness).
+	Ping(ctx context.Context) error
+	// Backend names the backend: "sqlite" or "postgres".
+	Backend() string
+	// Close releases the backend's resources.
+	Close() error
+}

@@ -1,0 +1,126 @@
+// Package token mints the opaque secrets latchkey hands out (tokens, codes,
+// client secrets) and computes the keyed hashes under which they are stored.
+package token
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// KeySize is the length of the server key in bytes (256 bits).
+const KeySize = 32
+
+// Hasher computes keyed hashes (HMAC-SHA-256) of secrets. The store keeps only
+// these hashes and looks secrets up by them, so a stolen database yields no
+// usable token. A label separates the uses of the one server key, so a hash
+// made for one kind of secret never matches another kind.
+type Hasher struct {
+	keys [][]byte // keys[0] signs; older keys still verify (rotation)
+}
+
+// NewHasher returns a Hasher. The first key is current; the others are older
+// keys still accepted by Verify.
+func NewHasher(keys ...[]byte) (*Hasher, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("token: no server key")
+	}
+	for _, k := range keys {
+		if len(k) < KeySize {
+			return nil, fmt.Errorf("token: server key must be at least %d bytes", KeySize)
+		}
+	}
+	return &Hasher{keys: keys}, nil
+}
+
+// Hash returns the keyed hash of secret under the current key.
+func (h *Hasher) Hash(label, secret string) []byte {
+	return mac(h.keys[0], label, secret)
+}
+
+// Verify reports, in constant time per key, whether sum is the keyed hash of
+// secret under the current or an older key.
+func (h *Hasher) Verify(label, secret string, sum []byte) bool {
+	ok := false
+	for _, k := range h.keys {
+		if hmac.Equal(mac(k, label, secret), sum) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+func mac(key []byte, label, secret string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(label))
+	m.Write([]byte{0})
+	m.Write([]byte(secret))
+	return m.Sum(nil)
+}
+
+// Labels of the hashed secret kinds.
+const (
+	LabelClientSecret = "client_secret"
+)
+
+// Random returns n bytes from crypto/rand encoded as unpadded base64url.
+func Random(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		// crypto/rand does not fail on supported platforms (Go 1.24+ panics itself).
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// LoadOrCreateKey reads the server key from path, creating it with 0600
+// permissions (and its folder with 0700) when it does not exist.
+func LoadOrCreateKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if len(b) < KeySize {
+			return nil, fmt.Errorf("secret key file %s: holds %d bytes, need at least %d", path, len(b), KeySize)
+		}
+		return b, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("secret key file: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("secret key file: %w", err)
+	}
+	key := make([]byte, KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	// Write a temporary file and hard-link it into place: the link fails when
+	// another instance won the race, and nobody ever reads a half-written key.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".secret-*")
+	if err != nil {
+		return nil, fmt.Errorf("secret key file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("secret key file: %w", err)
+	}
+	if _, err := tmp.Write(key); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("secret key file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("secret key file: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return LoadOrCreateKey(path)
+		}
+		return nil, fmt.Errorf("secret key file: %w", err)
+	}
+	return key, nil
+}
