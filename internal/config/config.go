@@ -1,0 +1,499 @@
+// Package config loads latchkey's YAML configuration (OPERATOR.md), applies
+// LATCHKEY_* environment overrides and validates the result.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/mail"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Grant types latchkey knows (RFC 6749, RFC 8628).
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantRefreshToken      = "refresh_token"
+	GrantClientCredentials = "client_credentials"
+	GrantDeviceCode        = "urn:ietf:params:oauth:grant-type:device_code"
+	GrantPassword          = "password" // deprecated; only for clients that list it
+	GrantImplicit          = "implicit" // deprecated; only for clients that list it
+)
+
+// Client authentication methods (RFC 7591 section 2 names).
+const (
+	AuthClientSecretBasic = "client_secret_basic"
+	AuthClientSecretPost  = "client_secret_post"
+	AuthPrivateKeyJWT     = "private_key_jwt"
+	AuthNone              = "none"
+)
+
+// Config is the whole operator configuration. Every key is optional.
+type Config struct {
+	Issuer        string    `yaml:"issuer"`
+	Listen        string    `yaml:"listen"`
+	Database      string    `yaml:"database"`
+	SecretKeyFile string    `yaml:"secret_key_file"`
+	TemplatesDir  string    `yaml:"templates_dir"`
+	Log           Log       `yaml:"log"`
+	Clients       []Client  `yaml:"clients"`
+	APIUsers      []APIUser `yaml:"api_users"`
+	Persons       []Person  `yaml:"persons"`
+}
+
+// Log configures the process log.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // text | json
+}
+
+// Client is a static client, created or updated in the store at start.
+type Client struct {
+	ClientID                string         `yaml:"client_id"`
+	ClientSecret            string         `yaml:"client_secret"`
+	ClientSecretHash        string         `yaml:"client_secret_hash"`
+	Name                    string         `yaml:"name"`
+	TokenEndpointAuthMethod string         `yaml:"token_endpoint_auth_method"`
+	JWKS                    map[string]any `yaml:"jwks"`
+	JWKSURI                 string         `yaml:"jwks_uri"`
+	RedirectURIs            []string       `yaml:"redirect_uris"`
+	GrantTypes              []string       `yaml:"grant_types"`
+	Scopes                  []string       `yaml:"scopes"`
+	ConsentRequired         *bool          `yaml:"consent_required"`
+	AllowPlainPKCE          bool           `yaml:"allow_plain_pkce"`
+	AccessTokenLifetime     Duration       `yaml:"access_token_lifetime"`
+	RefreshTokenLifetime    Duration       `yaml:"refresh_token_lifetime"`
+	AppIdentifier           string         `yaml:"app_identifier"`
+	AppPlatform             string         `yaml:"app_platform"`
+	AppVersion              string         `yaml:"app_version"`
+}
+
+// APIUser is an HTTP basic credential for the basic_auth APIs.
+type APIUser struct {
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordHash string `yaml:"password_hash"`
+}
+
+// Person is a seed person for development.
+type Person struct {
+	Email     string `yaml:"email"`
+	Password  string `yaml:"password"`
+	FirstName string `yaml:"first_name"`
+	LastName  string `yaml:"last_name"`
+}
+
+// Defaults of OPERATOR.md.
+const (
+	DefaultListen               = "127.0.0.1:8080"
+	DefaultDatabase             = "sqlite:./latchkey-data/latchkey.db"
+	DefaultSecretKeyFile        = "./latchkey-data/secret.key"
+	DefaultAccessTokenLifetime  = time.Hour
+	DefaultRefreshTokenLifetime = 30 * 24 * time.Hour
+)
+
+// Duration is a time.Duration written as "90s", "1h" or "30d" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML accepts Go durations plus a "d" (day) unit.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ParseDuration parses a Go duration or a whole number of days ("30d").
+func ParseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (use e.g. 90s, 15m, 1h, 30d)", s)
+	}
+	return v, nil
+}
+
+// Load reads the file at path (none when path is ""), applies the LATCHKEY_*
+// variables of environ, fills defaults and validates.
+func Load(path string, environ []string) (*Config, error) {
+	c := &Config{}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if err := decode(b, c); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(c, environ); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := c.Complete(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+func decode(b []byte, c *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true) // unknown keys are an error (OPERATOR.md)
+	if err := dec.Decode(c); err != nil {
+		if errors.Is(err, io.EOF) { // empty file: all defaults
+			return nil
+		}
+		return cleanYAMLError(err)
+	}
+	return nil
+}
+
+// cleanYAMLError keeps yaml.v3's messages on one line.
+func cleanYAMLError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.ReplaceAll(msg, "\n ", ";")
+	msg = strings.ReplaceAll(msg, "\n", ";")
+	return errors.New(msg)
+}
+
+// Complete fills the defaults of every unset key (also of clients added in
+// code, as serve --demo does) and validates the result.
+func (c *Config) Complete() error {
+	c.fillDefaults()
+	return c.Validate()
+}
+
+func (c *Config) fillDefaults() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Issuer == "" {
+		c.Issuer = "http://" + c.Listen
+	}
+	c.Issuer = strings.TrimRight(c.Issuer, "/")
+	if c.Database == "" {
+		c.Database = DefaultDatabase
+	}
+	if c.SecretKeyFile == "" {
+		c.SecretKeyFile = DefaultSecretKeyFile
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	for i := range c.Clients {
+		cl := &c.Clients[i]
+		if cl.TokenEndpointAuthMethod == "" {
+			switch {
+			case len(cl.JWKS) > 0 || cl.JWKSURI != "":
+				cl.TokenEndpointAuthMethod = AuthPrivateKeyJWT
+			case cl.ClientSecret == "" && cl.ClientSecretHash == "":
+				cl.TokenEndpointAuthMethod = AuthNone
+			default:
+				cl.TokenEndpointAuthMethod = AuthClientSecretBasic
+			}
+		}
+		if len(cl.GrantTypes) == 0 {
+			cl.GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken}
+		}
+		if cl.ConsentRequired == nil {
+			t := true
+			cl.ConsentRequired = &t
+		}
+		if cl.AccessTokenLifetime == 0 {
+			cl.AccessTokenLifetime = Duration(DefaultAccessTokenLifetime)
+		}
+		if cl.RefreshTokenLifetime == 0 {
+			cl.RefreshTokenLifetime = Duration(DefaultRefreshTokenLifetime)
+		}
+	}
+}
+
+// JWKSJSON returns the client's inline JWKS as JSON, or nil.
+func (cl *Client) JWKSJSON() ([]byte, error) {
+	if len(cl.JWKS) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(cl.JWKS)
+}
+
+// applyEnv sets every scalar field whose LATCHKEY_<PATH> variable is present.
+// Lists (clients, api_users, persons) come only from the file.
+func applyEnv(c *Config, environ []string) error {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "LATCHKEY_") {
+			env[k] = v
+		}
+	}
+	if len(env) == 0 {
+		return nil
+	}
+	return walkEnv(reflect.ValueOf(c).Elem(), "LATCHKEY", env)
+}
+
+func walkEnv(v reflect.Value, prefix string, env map[string]string) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if key == "" || key == "-" {
+			continue
+		}
+		name := prefix + "_" + strings.ToUpper(key)
+		fv := v.Field(i)
+		switch fv.Kind() {
+		case reflect.Struct:
+			if err := walkEnv(fv, name, env); err != nil {
+				return err
+			}
+		case reflect.String:
+			if s, ok := env[name]; ok {
+				fv.SetString(s)
+			}
+		case reflect.Bool:
+			if s, ok := env[name]; ok {
+				b, err := strconv.ParseBool(s)
+				if err != nil {
+					return fmt.Errorf("%s: %q is not a boolean", name, s)
+				}
+				fv.SetBool(b)
+			}
+		case reflect.Int64: // Duration
+			if s, ok := env[name]; ok {
+				d, err := ParseDuration(s)
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				fv.SetInt(int64(d))
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks every value; the first problem is returned, naming its key.
+func (c *Config) Validate() error {
+	if err := validateIssuer(c.Issuer); err != nil {
+		return fmt.Errorf("issuer: %w", err)
+	}
+	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
+		return fmt.Errorf("listen: %q is not host:port", c.Listen)
+	}
+	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
+		!strings.HasPrefix(c.Database, "postgresql://") {
+		return errors.New("database: want sqlite:PATH or postgres://...")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return fmt.Errorf("log.format: %q is not one of text, json", c.Log.Format)
+	}
+	seen := map[string]bool{}
+	for i := range c.Clients {
+		cl := &c.Clients[i]
+		if err := cl.validate(); err != nil {
+			return fmt.Errorf("clients[%d]: %w", i, err)
+		}
+		if seen[cl.ClientID] {
+			return fmt.Errorf("clients[%d]: client_id %q is listed twice", i, cl.ClientID)
+		}
+		seen[cl.ClientID] = true
+	}
+	users := map[string]bool{}
+	for i, u := range c.APIUsers {
+		switch {
+		case u.Username == "" || strings.ContainsAny(u.Username, ":\r\n"):
+			return fmt.Errorf("api_users[%d]: username must be set and must not contain ':'", i)
+		case users[u.Username]:
+			return fmt.Errorf("api_users[%d]: username %q is listed twice", i, u.Username)
+		case (u.Password == "") == (u.PasswordHash == ""):
+			return fmt.Errorf("api_users[%d]: set exactly one of password and password_hash", i)
+		case u.PasswordHash != "" && !strings.HasPrefix(u.PasswordHash, "$"):
+			return fmt.Errorf("api_users[%d]: password_hash must be a PHC string ($argon2id$..., $2b$..., $pbkdf2-sha256$...)", i)
+		}
+		users[u.Username] = true
+	}
+	emails := map[string]bool{}
+	for i, p := range c.Persons {
+		a, err := mail.ParseAddress(p.Email)
+		if err != nil || a.Address != p.Email {
+			return fmt.Errorf("persons[%d]: email %q is not a valid address", i, p.Email)
+		}
+		if emails[strings.ToLower(p.Email)] {
+			return fmt.Errorf("persons[%d]: email %q is listed twice", i, p.Email)
+		}
+		emails[strings.ToLower(p.Email)] = true
+		if p.Password == "" {
+			return fmt.Errorf("persons[%d]: password must be set", i)
+		}
+	}
+	return nil
+}
+
+func validateIssuer(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute http(s) URL", s)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || strings.Contains(s, "#") {
+		return fmt.Errorf("%q must not have a query or fragment (RFC 8414 section 2)", s)
+	}
+	return nil
+}
+
+var knownGrants = map[string]bool{
+	GrantAuthorizationCode: true, GrantRefreshToken: true, GrantClientCredentials: true,
+	GrantDeviceCode: true, GrantPassword: true, GrantImplicit: true,
+}
+
+func (cl *Client) validate() error {
+	if cl.ClientID == "" || len(cl.ClientID) > 255 || !printableASCII(cl.ClientID) || strings.Contains(cl.ClientID, ":") {
+		// ':' would make client_secret_basic ambiguous (RFC 6749 section 2.3.1).
+		return fmt.Errorf("client_id %q must be 1-255 printable ASCII characters without ':'", cl.ClientID)
+	}
+	secret := cl.ClientSecret != "" || cl.ClientSecretHash != ""
+	if cl.ClientSecret != "" && cl.ClientSecretHash != "" {
+		return errors.New("set client_secret or client_secret_hash, not both")
+	}
+	if cl.ClientSecretHash != "" && !strings.HasPrefix(cl.ClientSecretHash, "$") {
+		return errors.New("client_secret_hash must be a PHC string ($argon2id$..., $2b$..., $pbkdf2-sha256$...)")
+	}
+	if cl.ClientSecret != "" && len(cl.ClientSecret) < 16 {
+		// Secrets are checked with a fast keyed hash: only high-entropy secrets make that safe.
+		return errors.New("client_secret must be at least 16 characters (use a long random value)")
+	}
+	keys := len(cl.JWKS) > 0 || cl.JWKSURI != ""
+	if len(cl.JWKS) > 0 && cl.JWKSURI != "" {
+		return errors.New("set jwks or jwks_uri, not both")
+	}
+	switch cl.TokenEndpointAuthMethod {
+	case AuthClientSecretBasic, AuthClientSecretPost:
+		if !secret {
+			return fmt.Errorf("token_endpoint_auth_method %s needs client_secret or client_secret_hash", cl.TokenEndpointAuthMethod)
+		}
+		if keys {
+			return fmt.Errorf("token_endpoint_auth_method %s does not use jwks", cl.TokenEndpointAuthMethod)
+		}
+	case AuthPrivateKeyJWT:
+		if !keys {
+			return errors.New("token_endpoint_auth_method private_key_jwt needs jwks or jwks_uri")
+		}
+		if secret {
+			return errors.New("token_endpoint_auth_method private_key_jwt does not use a client secret")
+		}
+	case AuthNone:
+		if secret || keys {
+			return errors.New("token_endpoint_auth_method none (public client) takes no secret and no jwks")
+		}
+	default:
+		return fmt.Errorf("token_endpoint_auth_method %q is not one of client_secret_basic, client_secret_post, private_key_jwt, none", cl.TokenEndpointAuthMethod)
+	}
+	if cl.JWKSURI != "" {
+		if u, err := url.Parse(cl.JWKSURI); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+			return fmt.Errorf("jwks_uri %q is not an absolute http(s) URL", cl.JWKSURI)
+		}
+	}
+	if len(cl.JWKS) > 0 {
+		ks, ok := cl.JWKS["keys"].([]any)
+		if !ok || len(ks) == 0 {
+			return errors.New(`jwks must be a JSON Web Key Set with a non-empty "keys" list`)
+		}
+	}
+	for _, g := range cl.GrantTypes {
+		if !knownGrants[g] {
+			return fmt.Errorf("grant_types: %q is not a known grant type", g)
+		}
+		if g == GrantClientCredentials && cl.TokenEndpointAuthMethod == AuthNone {
+			return errors.New("grant_types: a public client cannot use client_credentials (RFC 6749 section 4.4)")
+		}
+	}
+	for _, r := range cl.RedirectURIs {
+		if err := ValidateRedirectURI(r); err != nil {
+			return fmt.Errorf("redirect_uris: %w", err)
+		}
+	}
+	needsRedirect := slices.Contains(cl.GrantTypes, GrantAuthorizationCode) || slices.Contains(cl.GrantTypes, GrantImplicit)
+	if needsRedirect && len(cl.RedirectURIs) == 0 {
+		return errors.New("redirect_uris: the authorization_code grant needs at least one redirect URI")
+	}
+	for _, s := range cl.Scopes {
+		if !ValidScopeToken(s) {
+			return fmt.Errorf("scopes: %q is not a valid scope token (RFC 6749 section 3.3)", s)
+		}
+	}
+	if cl.AccessTokenLifetime <= 0 || cl.RefreshTokenLifetime <= 0 {
+		return errors.New("token lifetimes must be positive")
+	}
+	switch cl.AppPlatform {
+	case "", "ios", "android":
+	default:
+		return fmt.Errorf("app_platform %q is not one of ios, android", cl.AppPlatform)
+	}
+	return nil
+}
+
+// ValidateRedirectURI checks a registered redirect URI: absolute, without a
+// fragment (RFC 6749 section 3.1.2).
+func ValidateRedirectURI(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Opaque != "" && u.Scheme != "urn" {
+		return fmt.Errorf("%q is not an absolute URI", s)
+	}
+	if u.Fragment != "" || strings.Contains(s, "#") {
+		return fmt.Errorf("%q must not have a fragment", s)
+	}
+	if (u.Scheme == "http" || u.Scheme == "https") && u.Host == "" {
+		return fmt.Errorf("%q has no host", s)
+	}
+	return nil
+}
+
+// ValidScopeToken reports whether s is a scope-token of RFC 6749 section 3.3:
+// 1*( %x21 / %x23-5B / %x5D-7E ).
+func ValidScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c == 0x22 || c == 0x5C || c > 0x7E {
+			return false
+		}
+	}
+	return true
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7E {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,169 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "latchkey.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const goodClient = `
+clients:
+  - client_id: web-app
+    client_secret: "a-long-random-secret"
+    redirect_uris: [http://127.0.0.1:3000/callback]
+    grant_types: [authorization_code, refresh_token, client_credentials]
+    scopes: [read, write]
+`
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != DefaultListen || c.Issuer != "http://"+DefaultListen || c.Database != DefaultDatabase ||
+		c.SecretKeyFile != DefaultSecretKeyFile {
+		t.Errorf("defaults: got %+v", c)
+	}
+}
+
+func TestLoadClientDefaults(t *testing.T) {
+	c, err := Load(writeFile(t, goodClient), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := c.Clients[0]
+	if cl.TokenEndpointAuthMethod != AuthClientSecretBasic {
+		t.Errorf("auth method default = %q, want client_secret_basic", cl.TokenEndpointAuthMethod)
+	}
+	if time.Duration(cl.AccessTokenLifetime) != time.Hour || time.Duration(cl.RefreshTokenLifetime) != 720*time.Hour {
+		t.Errorf("lifetimes = %v, %v", cl.AccessTokenLifetime, cl.RefreshTokenLifetime)
+	}
+	if cl.ConsentRequired == nil || !*cl.ConsentRequired {
+		t.Error("consent_required should default to true")
+	}
+}
+
+func TestEnvOverridesFile(t *testing.T) {
+	p := writeFile(t, "listen: 127.0.0.1:9000\nlog:\n  level: warn\n")
+	c, err := Load(p, []string{
+		"LATCHKEY_LISTEN=127.0.0.1:9100",
+		"LATCHKEY_DATABASE=postgres://u@h:5432/db",
+		"LATCHKEY_ISSUER=https://id.example.com/",
+		"LATCHKEY_LOG_LEVEL=debug",
+		"LATCHKEY_SECRET_KEY_FILE=/tmp/k",
+		"OTHER=1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9100" || c.Database != "postgres://u@h:5432/db" ||
+		c.Issuer != "https://id.example.com" || c.Log.Level != "debug" || c.SecretKeyFile != "/tmp/k" {
+		t.Errorf("env overrides not applied: %+v", c)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	client := func(extra string) string {
+		return "clients:\n  - client_id: c1\n" + extra
+	}
+	tests := []struct {
+		name, file string
+		env        []string
+		want       string // substring of the error
+	}{
+		{"unknown top-level key is an error", "lisen: 1.2.3.4:80\n", nil, "field lisen not found"},
+		{"unknown nested key is an error", client("    secret: x\n"), nil, "field secret not found"},
+		{"malformed yaml", "listen: [\n", nil, "config"},
+		{"wrong type", "clients: 3\n", nil, "cannot unmarshal"},
+		{"listen without port", "listen: localhost\n", nil, "listen"},
+		{"issuer must be absolute", "issuer: /relative\n", nil, "issuer"},
+		{"issuer without query", "issuer: http://a.example?x=1\n", nil, "issuer"},
+		{"unsupported database", "database: mysql://x\n", nil, "database"},
+		{"bad log level", "log:\n  level: loud\n", nil, "log.level"},
+		{"bad duration", client("    redirect_uris: [https://a.example/cb]\n    client_secret: aaaaaaaaaaaaaaaaaaaa\n    access_token_lifetime: soon\n"), nil, "invalid duration"},
+		{"unknown auth method", client("    client_secret: aaaaaaaaaaaaaaaaaaaa\n    token_endpoint_auth_method: magic\n    grant_types: [client_credentials]\n"), nil, "token_endpoint_auth_method"},
+		{"basic needs a secret", client("    token_endpoint_auth_method: client_secret_basic\n    grant_types: [client_credentials]\n"), nil, "needs client_secret"},
+		{"private_key_jwt needs keys", client("    token_endpoint_auth_method: private_key_jwt\n    grant_types: [client_credentials]\n"), nil, "needs jwks"},
+		{"private_key_jwt takes no secret", client("    token_endpoint_auth_method: private_key_jwt\n    client_secret: aaaaaaaaaaaaaaaaaaaa\n    jwks_uri: https://a.example/jwks\n    grant_types: [client_credentials]\n"), nil, "does not use a client secret"},
+		{"public client takes no secret", client("    token_endpoint_auth_method: none\n    client_secret: aaaaaaaaaaaaaaaaaaaa\n    redirect_uris: [https://a.example/cb]\n"), nil, "public client"},
+		{"short secret refused", client("    client_secret: short\n    grant_types: [client_credentials]\n"), nil, "at least 16"},
+		{"secret and hash both set", client("    client_secret: aaaaaaaaaaaaaaaaaaaa\n    client_secret_hash: $argon2id$x\n    grant_types: [client_credentials]\n"), nil, "not both"},
+		{"hash must be PHC", client("    client_secret_hash: plain\n    grant_types: [client_credentials]\n"), nil, "PHC"},
+		{"unknown grant type", client("    client_secret: aaaaaaaaaaaaaaaaaaaa\n    grant_types: [magic]\n"), nil, "not a known grant type"},
+		{"public client cannot use client_credentials", client("    grant_types: [client_credentials]\n"), nil, "public client cannot use client_credentials"},
+		{"redirect uri must be absolute", client("    redirect_uris: [/cb]\n"), nil, "not an absolute URI"},
+		{"redirect uri without fragment", client("    redirect_uris: ['https://a.example/cb#x']\n"), nil, "fragment"},
+		{"code grant needs a redirect uri", client("    grant_types: [authorization_code]\n"), nil, "needs at least one redirect URI"},
+		{"bad scope token", client("    redirect_uris: [https://a.example/cb]\n    scopes: ['a b']\n"), nil, "scope token"},
+		{"client listed twice", "clients:\n  - {client_id: c1, redirect_uris: [https://a.example/cb]}\n  - {client_id: c1, redirect_uris: [https://a.example/cb]}\n", nil, "listed twice"},
+		{"client id with colon", "clients:\n  - {client_id: 'a:b', redirect_uris: [https://a.example/cb]}\n", nil, "without ':'"},
+		{"jwks must hold keys", client("    jwks: {keys: []}\n    grant_types: [client_credentials]\n"), nil, "non-empty"},
+		{"bad app platform", client("    redirect_uris: [https://a.example/cb]\n    app_platform: windows\n"), nil, "app_platform"},
+		{"api user needs one password", "api_users:\n  - username: admin\n", nil, "exactly one"},
+		{"api user with both passwords", "api_users:\n  - {username: admin, password: x, password_hash: $argon2id$y}\n", nil, "exactly one"},
+		{"person email must be valid", "persons:\n  - {email: not-an-email, password: x}\n", nil, "not a valid address"},
+		{"person needs a password", "persons:\n  - {email: a@example.com}\n", nil, "password"},
+		{"bad listen from the environment is reported", "", []string{"LATCHKEY_LISTEN=nope"}, "listen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := ""
+			if tt.file != "" {
+				path = writeFile(t, tt.file)
+			}
+			_, err := Load(path, tt.env)
+			if err == nil {
+				t.Fatalf("Load succeeded, want error containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %q, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans several lines: %q", err)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "absent.yaml"), nil)
+	if err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"90s": 90 * time.Second, "1h": time.Hour, "30d": 720 * time.Hour} {
+		got, err := ParseDuration(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "d", "-1d", "1.5d", "abc"} {
+		if _, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q) succeeded", in)
+		}
+	}
+}
+
+func FuzzValidateRedirectURI(f *testing.F) {
+	for _, s := range []string{"https://a.example/cb", "/cb", "https://a.example/cb#x", "com.example.app:/cb", "http://"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if ValidateRedirectURI(s) == nil && strings.Contains(s, "#") {
+			t.Errorf("accepted %q with a fragment", s)
+		}
+	})
+}

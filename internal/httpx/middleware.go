@@ -1,0 +1,120 @@
+package httpx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// RequestID returns the id that WithRequestID gave the request, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// WithRequestID gives each request a random id, echoed in X-Request-Id and
+// written with every log line of the request.
+func WithRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// SecurityHeaders sets the headers every response carries. Pages that need a
+// looser Content-Security-Policy set their own before writing.
+func SecurityHeaders(hsts bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := w.Header()
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("Referrer-Policy", "no-referrer")
+			h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+			h.Set("Cross-Origin-Opener-Policy", "same-origin")
+			if hsts {
+				h.Set("Strict-Transport-Security", "max-age=31536000")
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// StatusRecorder remembers the status and size a handler wrote.
+type StatusRecorder struct {
+	http.ResponseWriter
+	Status int
+	Bytes  int
+}
+
+func (s *StatusRecorder) WriteHeader(code int) {
+	if s.Status == 0 {
+		s.Status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *StatusRecorder) Write(b []byte) (int, error) {
+	if s.Status == 0 {
+		s.Status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.Bytes += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *StatusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Observe calls done after each request with the matched route pattern, the
+// status and the duration. It also logs the request: method, path (never the
+// query, headers or body, which can hold secrets), status, size and time,
+// and turns a panic into a logged 500.
+func Observe(logger *slog.Logger, done func(r *http.Request, status int, d time.Duration)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			rec := &StatusRecorder{ResponseWriter: w}
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p)
+					}
+					logger.ErrorContext(r.Context(), "panic", "request_id", RequestID(r.Context()), "route", r.Pattern, "panic", p)
+					if rec.Status == 0 {
+						w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+						rec.WriteHeader(http.StatusInternalServerError)
+						_, _ = rec.Write([]byte(`{"error":"server_error"}`))
+					}
+				}
+				if rec.Status == 0 {
+					rec.Status = http.StatusOK
+				}
+				d := time.Since(start)
+				if done != nil {
+					done(r, rec.Status, d)
+				}
+				logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("request_id", RequestID(r.Context())),
+					slog.String("method", r.Method),
+					slog.String("path", r.URL.Path),
+					slog.String("route", r.Pattern),
+					slog.Int("status", rec.Status),
+					slog.Int("bytes", rec.Bytes),
+					slog.Duration("duration", d),
+					slog.String("remote", r.RemoteAddr))
+			}()
+			next.ServeHTTP(rec, r)
+		})
+	}
+}
