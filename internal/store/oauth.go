@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Person is a person account (the customer-identity side). Email is the
+// primary email address; it is unique across persons, compared case-insensitively.
+type Person struct {
+	ID           string // UUID
+	Email        string
+	PasswordHash string // PHC string; "" when the person has no password
+	FirstName    string
+	LastName     string
+	Status       string // CREATED | INVITED | ACTIVATED | BLOCKED | INACTIVE
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Persons stores person accounts.
+type Persons interface {
+	// CreatePerson returns ErrConflict when the ID or the email (case-insensitively) is taken.
+	CreatePerson(ctx context.Context, p Person) error
+	GetPerson(ctx context.Context, id string) (Person, error)
+	// GetPersonByEmail matches the email case-insensitively.
+	GetPersonByEmail(ctx context.Context, email string) (Person, error)
+	// UpdatePerson reads the person, applies fn and writes the result in one
+	// transaction. ErrNotFound for an unknown ID; ErrConflict when the new email is taken.
+	UpdatePerson(ctx context.Context, id string, fn func(Person) (Person, error)) error
+}
+
+// Grant is one authorization: what a client may do for a subject. Every token
+// a grant issued links back to it, so revoking the grant revokes the family.
+type Grant struct {
+	ID        string
+	ClientID  string
+	Subject   string // person ID; "" for client credentials
+	Scopes    []string
+	AuthLevel int
+	AMR       []string
+	Data      []byte    // JSON: flow data kept for later use (hook params, language, user details cache)
+	CreatedAt time.Time // also the start of the maximum refresh validity
+	ExpiresAt time.Time // no token of the grant outlives this
+	RevokedAt time.Time // zero while active
+}
+
+// Token kinds.
+const (
+	KindAccess  = "access"
+	KindRefresh = "refresh"
+)
+
+// Token is an access or refresh token, stored under the keyed hash of its value.
+type Token struct {
+	Hash       []byte
+	Kind       string // KindAccess | KindRefresh
+	GrantID    string
+	ClientID   string
+	Subject    string
+	Scopes     []string
+	IssuedAt   time.Time
+	ExpiresAt  time.Time
+	UsageLimit int // 0 = unlimited
+	UsageCount int
+	UsedAt     time.Time // refresh tokens: when rotated; zero while unused
+	RevokedAt  time.Time // zero while active
+}
+
+// AuthCode is a one-time authorization code (RFC 6749 section 4.1.2),
+// stored under the keyed hash of its value.
+type AuthCode struct {
+	Hash                []byte
+	ClientID            string
+	Subject             string
+	RedirectURI         string // as sent in the authorization request ("" when omitted)
+	Scopes              []string
+	CodeChallenge       string
+	CodeChallengeMethod string
+	AuthLevel           int
+	AMR                 []string
+	Data                []byte // JSON flow data handed on to the grant
+	IssuedAt            time.Time
+	ExpiresAt           time.Time
+	UsedAt              time.Time // zero until exchanged
+	GrantID             string    // the grant the exchange created ("" before)
+}
+
+// Tokens stores grants, tokens and authorization codes.
+type Tokens interface {
+	CreateGrant(ctx context.Context, g Grant) error
+	GetGrant(ctx context.Context, id string) (Grant, error)
+	// RevokeGrant marks the grant and every token of it revoked at now.
+	// Revoking a revoked grant is not an error; ErrNotFound for an unknown ID.
+	RevokeGrant(ctx context.Context, id string, now time.Time) error
+
+	CreateToken(ctx context.Context, t Token) error
+	GetToken(ctx context.Context, hash []byte) (Token, error)
+	// RevokeToken marks one token revoked at now (idempotent); ErrNotFound when unknown.
+	RevokeToken(ctx context.Context, hash []byte, now time.Time) error
+	// UseRefreshToken marks an unused refresh token used at now and returns it.
+	// It returns the token with ErrConflict when it was used before — so that
+	// the caller can revoke the grant (reuse detection) — and ErrNotFound when unknown.
+	// Exactly one of many concurrent calls succeeds.
+	UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (Token, error)
+	// CountTokenUse counts one use of a token whose UsageLimit is above 0 and
+	// returns the token after the count. ErrConflict when UsageCount already
+	// reached UsageLimit (exactly UsageLimit calls succeed, also concurrently).
+	CountTokenUse(ctx context.Context, hash []byte) (Token, error)
+	// DeleteExpiredTokens removes tokens and codes that expired before now.
+	DeleteExpiredTokens(ctx context.Context, now time.Time) (int64, error)
+
+	CreateAuthCode(ctx context.Context, c AuthCode) error
+	// UseAuthCode marks an unused code used at now and returns it. It returns
+	// the code with ErrConflict when it was used before (the caller revokes
+	// c.GrantID), ErrNotFound when unknown. Exactly one of many concurrent
+	// calls succeeds.
+	UseAuthCode(ctx context.Context, hash []byte, now time.Time) (AuthCode, error)
+	// SetAuthCodeGrant records the grant an exchanged code created.
+	SetAuthCodeGrant(ctx context.Context, hash []byte, grantID string) error
+}
+
+// AuthRequest is a pending authorization request between /oauth/authorize and
+// the code: the hosted pages carry only its ID.
+type AuthRequest struct {
+	ID        string
+	ClientID  string
+	Data      []byte // JSON of the validated request (owned by the oauth package)
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Session is a logged-in browser session, stored under the keyed hash of the
+// cookie value.
+type Session struct {
+	Hash      []byte
+	PersonID  string
+	AuthLevel int
+	AMR       []string
+	AuthTime  time.Time
+	ExpiresAt time.Time
+}
+
+// Sessions stores pending authorization requests and login sessions.
+type Sessions interface {
+	CreateAuthRequest(ctx context.Context, r AuthRequest) error
+	GetAuthRequest(ctx context.Context, id string) (AuthRequest, error)
+	DeleteAuthRequest(ctx context.Context, id string) error
+
+	CreateSession(ctx context.Context, s Session) error
+	GetSession(ctx context.Context, hash []byte) (Session, error)
+	DeleteSession(ctx context.Context, hash []byte) error
+	UpdateSession(ctx context.Context, hash []byte, fn func(Session) (Session, error)) error
+}
+
+// Consent is a person's remembered consent to one scope for one client.
+type Consent struct {
+	PersonID  string
+	ClientID  string
+	Scope     string
+	GrantedAt time.Time
+}
+
+// Consents remembers persistent consent (scope persistent_consent=true).
+type Consents interface {
+	// SaveConsents records (or refreshes) each consent.
+	SaveConsents(ctx context.Context, cs []Consent) error
+	// ListConsents returns the person's consents for the client.
+	ListConsents(ctx context.Context, personID, clientID string) ([]Consent, error)
+}
+
+// Throttle counts attempts per key in fixed windows, shared by every instance
+// (failed logins per account and per IP, wrong user codes).
+type Throttle interface {
+	// Hit counts one attempt for key in the window that contains now and
+	// returns the count so far in that window.
+	Hit(ctx context.Context, key string, window time.Duration, now time.Time) (int, error)
+	// Count returns the attempts for key in the window that contains now.
+	Count(ctx context.Context, key string, window time.Duration, now time.Time) (int, error)
+	// Reset forgets key.
+	Reset(ctx context.Context, key string) error
+}
+
+// Event kinds.
+const (
+	EventOAuth  = "oauth"
+	EventPerson = "person"
+)
+
+// Event is one recorded event (OAuth event record or person event record).
+type Event struct {
+	ID            string // UUID
+	Kind          string // EventOAuth | EventPerson
+	Type          string // e.g. TOKEN_REQUEST_CLIENT_CREDENTIALS_ACCESS_TOKEN_CREATED, person.PersonCreatedEvent
+	Name          string // display-friendly name
+	ClientID      string
+	AppName       string
+	TransactionID string
+	UserID        string
+	PersonID      string
+	ClientIP      string
+	UserAgent     string
+	AgentUser     string // event_agent_user
+	Occurred      time.Time
+}
+
+// Events is the append-only event store.
+type Events interface {
+	AppendEvents(ctx context.Context, es ...Event) error
+}

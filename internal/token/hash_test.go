@@ -1,0 +1,102 @@
+package token
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func testHasher(t testing.TB) *Hasher {
+	h, err := NewHasher(bytes.Repeat([]byte{1}, KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestMintIsPrefixedRandomAndHashed(t *testing.T) {
+	h := testHasher(t)
+	v1, h1 := h.Mint(AccessToken)
+	v2, _ := h.Mint(AccessToken)
+	if !strings.HasPrefix(v1, "lk_at_") || len(v1) != len("lk_at_")+43 {
+		t.Errorf("value %q: want lk_at_ + 43 base64url characters (256 bits)", v1)
+	}
+	if v1 == v2 {
+		t.Error("two mints gave the same value")
+	}
+	if !bytes.Equal(h.HashOf(AccessToken, v1), h1) {
+		t.Error("HashOf does not match the minted hash")
+	}
+	if bytes.Equal(h.HashOf(RefreshToken, v1), h1) {
+		t.Error("labels must separate the hash domains of token kinds")
+	}
+}
+
+func TestVerifyAcceptsRotatedKeys(t *testing.T) {
+	old, _ := NewHasher(bytes.Repeat([]byte{1}, KeySize))
+	sum := old.Hash(LabelClientSecret, "s3cret-s3cret-s3cret")
+	rotated, _ := NewHasher(bytes.Repeat([]byte{2}, KeySize), bytes.Repeat([]byte{1}, KeySize))
+	if !rotated.Verify(LabelClientSecret, "s3cret-s3cret-s3cret", sum) {
+		t.Error("a hash made under the previous key must still verify")
+	}
+	if rotated.Verify(LabelClientSecret, "wrong", sum) {
+		t.Error("wrong secret verified")
+	}
+	if _, err := NewHasher([]byte("short")); err == nil {
+		t.Error("a short key was accepted")
+	}
+}
+
+func TestLoadOrCreateKey(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sub", "secret.key")
+	var wg sync.WaitGroup
+	keys := make([][]byte, 8)
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := LoadOrCreateKey(p)
+			if err != nil {
+				t.Error(err)
+			}
+			keys[i] = k
+		}()
+	}
+	wg.Wait()
+	for _, k := range keys[1:] {
+		if !bytes.Equal(k, keys[0]) {
+			t.Fatal("concurrent starts created different keys")
+		}
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode = %v, want 0600", fi.Mode().Perm())
+	}
+	if err := os.WriteFile(p, []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateKey(p); err == nil {
+		t.Error("a short key file was accepted")
+	}
+}
+
+func BenchmarkMint(b *testing.B) {
+	h := testHasher(b)
+	for b.Loop() {
+		h.Mint(AccessToken)
+	}
+}
+
+func BenchmarkHashOf(b *testing.B) {
+	h := testHasher(b)
+	v, _ := h.Mint(AccessToken)
+	for b.Loop() {
+		h.HashOf(AccessToken, v)
+	}
+}
