@@ -107,8 +107,6 @@ type Tokens interface {
 	// returns the token after the count. ErrConflict when UsageCount already
 	// reached UsageLimit (exactly UsageLimit calls succeed, also concurrently).
 	CountTokenUse(ctx context.Context, hash []byte) (Token, error)
-	// DeleteExpiredTokens removes tokens and codes that expired before now.
-	DeleteExpiredTokens(ctx context.Context, now time.Time) (int64, error)
 
 	CreateAuthCode(ctx context.Context, c AuthCode) error
 	// UseAuthCode marks an unused code used at now and returns it. It returns

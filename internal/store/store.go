@@ -63,20 +63,28 @@ type AssertionIDs interface {
 	// ErrConflict when the pair is already recorded and has not expired at now.
 	// An expired record with the same key is replaced.
 	UseAssertionID(ctx context.Context, clientID, jti string, expiresAt, now time.Time) error
-	// DeleteExpiredAssertionIDs removes records that expired before now and
-	// reports how many it removed.
-	DeleteExpiredAssertionIDs(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Store is every aggregate of latchkey joined in one handle.
 type Store interface {
 	Clients
 	AssertionIDs
+	Persons
+	Tokens
+	Sessions
+	Consents
+	Throttle
+	Events
 
 	// Tx runs fn inside one transaction: fn's Store sees and writes only
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.
 	// Nested Tx calls on the transaction's Store run inside the same transaction.
 	Tx(ctx context.Context, fn func(Store) error) error
+	// DeleteExpired removes what expired before now (tokens past their
+	// grant's end, codes, pending requests, sessions, assertion ids) and
+	// reports how many records it removed. Grants and tokens are kept until
+	// their expiry so that revocation and replay checks still find them.
+	DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 	// Ping checks that the backend is reachable (readiness).
 	Ping(ctx context.Context) error
 	// Backend names the backend: "sqlite" or "postgres".

@@ -1,0 +1,76 @@
+// Package postgres is latchkey's scale-out store: PostgreSQL through pgx,
+// shared by any number of stateless latchkey instances.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations are the PostgreSQL dialect's migrations.
+func Migrations() ([]sqlstore.Migration, error) {
+	sub, _ := fs.Sub(migrationFiles, "migrations")
+	return sqlstore.LoadMigrations(sub)
+}
+
+// migrationLock is the pg_advisory_xact_lock key that serialises migrations
+// of instances starting at once ("latchkey" in ASCII, as a number).
+const migrationLock = `SELECT pg_advisory_xact_lock(7809847814149645689)`
+
+// Store is the PostgreSQL backend.
+type Store struct{ *sqlstore.DB }
+
+// Open connects to dsn (postgres://...), checks the connection and applies
+// the migrations.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	ms, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgconnConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db := stdlib.OpenDB(*cfg)
+	n := max(4, runtime.NumCPU()*4)
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	d := &sqlstore.Dialect{Name: "postgres", NumberedPlaceholders: true, Translate: translate,
+		Migrations: ms, LockMigrations: migrationLock}
+	s := &Store{sqlstore.New(d, db, nil)}
+	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return s, nil
+}
+
+// translate maps unique violations (SQLSTATE 23505) to store.ErrConflict.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return fmt.Errorf("%w: %v", store.ErrConflict, err)
+	}
+	return err
+}
+

@@ -1,0 +1,107 @@
+// Package sqlite is latchkey's embedded store: SQLite through the pure-Go
+// modernc.org/sqlite driver, in WAL mode, with one writer connection and a
+// pool of read-only connections.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations are the SQLite dialect's migrations.
+func Migrations() ([]sqlstore.Migration, error) {
+	sub, _ := fs.Sub(migrationFiles, "migrations")
+	return sqlstore.LoadMigrations(sub)
+}
+
+// Store is the SQLite backend.
+type Store struct{ *sqlstore.DB }
+
+// Open opens (creating when needed) the database file at path and applies
+// the migrations.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty path")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	ms, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	// Pragmas in the DSN apply to every connection of the pool.
+	// synchronous=NORMAL in WAL mode is durable against process crashes (the
+	// WAL is written before a commit returns); only an OS crash or power
+	// loss can lose the last transactions.
+	pragmas := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(NORMAL)", "busy_timeout(10000)", "foreign_keys(ON)"} {
+		pragmas.Add("_pragma", p)
+	}
+	writeDSN := "file:" + path + "?" + pragmas.Encode() + "&_txlock=immediate"
+	write, err := sql.Open("sqlite", writeDSN)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	// One writer: SQLite serialises writers anyway, and a single connection
+	// avoids SQLITE_BUSY between our own connections.
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+
+	pragmas.Add("_pragma", "query_only(ON)")
+	read, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode())
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	n := max(4, runtime.NumCPU()*2)
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
+
+	d := &sqlstore.Dialect{Name: "sqlite", Translate: translate, Migrations: ms}
+	s := &Store{sqlstore.New(d, write, read)}
+	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return s, nil
+}
+
+// translate maps SQLite constraint violations to store.ErrConflict.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %v", store.ErrConflict, err)
+		}
+	}
+	return err
+}

@@ -1,0 +1,198 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// CreateAuthRequest stores a pending authorization request.
+func (db *DB) CreateAuthRequest(ctx context.Context, r store.AuthRequest) error {
+	_, err := db.exec(ctx, `INSERT INTO auth_requests (id, client_id, data, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		r.ID, r.ClientID, r.Data, micros(r.CreatedAt), micros(r.ExpiresAt))
+	return err
+}
+
+// GetAuthRequest returns a pending request.
+func (db *DB) GetAuthRequest(ctx context.Context, id string) (store.AuthRequest, error) {
+	var r store.AuthRequest
+	var created, expires int64
+	err := db.queryRow(ctx, `SELECT id, client_id, data, created_at, expires_at FROM auth_requests WHERE id = ?`, id).
+		Scan(&r.ID, &r.ClientID, &r.Data, &created, &expires)
+	r.Data = fromBlob(r.Data)
+	r.CreatedAt, r.ExpiresAt = fromMicros(created), fromMicros(expires)
+	return r, db.scanErr(err)
+}
+
+// DeleteAuthRequest removes a pending request.
+func (db *DB) DeleteAuthRequest(ctx context.Context, id string) error {
+	return db.deleteOne(ctx, `DELETE FROM auth_requests WHERE id = ?`, id)
+}
+
+func (db *DB) deleteOne(ctx context.Context, q string, args ...any) error {
+	res, err := db.exec(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := affected(res); err != nil || n == 0 {
+		if err == nil {
+			err = store.ErrNotFound
+		}
+		return err
+	}
+	return nil
+}
+
+// CreateSession stores a login session.
+func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
+	_, err := db.exec(ctx, `INSERT INTO sessions (hash, person_id, auth_level, amr, auth_time, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, s.Hash, s.PersonID, s.AuthLevel, list(s.AMR), micros(s.AuthTime), micros(s.ExpiresAt))
+	return err
+}
+
+// GetSession returns a session by hash.
+func (db *DB) GetSession(ctx context.Context, hash []byte) (store.Session, error) {
+	var s store.Session
+	var amr string
+	var auth, expires int64
+	err := db.queryRow(ctx, `SELECT hash, person_id, auth_level, amr, auth_time, expires_at FROM sessions WHERE hash = ?`, hash).
+		Scan(&s.Hash, &s.PersonID, &s.AuthLevel, &amr, &auth, &expires)
+	if err != nil {
+		return s, db.scanErr(err)
+	}
+	s.AMR, err = fromList(amr)
+	s.AuthTime, s.ExpiresAt = fromMicros(auth), fromMicros(expires)
+	return s, err
+}
+
+// DeleteSession removes a session (logout).
+func (db *DB) DeleteSession(ctx context.Context, hash []byte) error {
+	return db.deleteOne(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
+}
+
+// UpdateSession is a read-modify-write in one transaction (step-up raises the level).
+func (db *DB) UpdateSession(ctx context.Context, hash []byte, fn func(store.Session) (store.Session, error)) error {
+	return db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		old, err := tx.GetSession(ctx, hash)
+		if err != nil {
+			return err
+		}
+		s, err := fn(old)
+		if err != nil {
+			return err
+		}
+		_, err = tx.exec(ctx, `UPDATE sessions SET person_id = ?, auth_level = ?, amr = ?, auth_time = ?, expires_at = ?
+			WHERE hash = ?`, s.PersonID, s.AuthLevel, list(s.AMR), micros(s.AuthTime), micros(s.ExpiresAt), hash)
+		return err
+	})
+}
+
+// SaveConsents records or refreshes consents.
+func (db *DB) SaveConsents(ctx context.Context, cs []store.Consent) error {
+	return db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		for _, c := range cs {
+			if _, err := tx.exec(ctx, `INSERT INTO consents (person_id, client_id, scope, granted_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT (person_id, client_id, scope) DO UPDATE SET granted_at = excluded.granted_at`,
+				c.PersonID, c.ClientID, c.Scope, micros(c.GrantedAt)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ListConsents returns a person's consents for a client, by scope.
+func (db *DB) ListConsents(ctx context.Context, personID, clientID string) ([]store.Consent, error) {
+	rows, err := db.query(ctx, `SELECT person_id, client_id, scope, granted_at FROM consents
+		WHERE person_id = ? AND client_id = ? ORDER BY scope`, personID, clientID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Consent
+	for rows.Next() {
+		var c store.Consent
+		var granted int64
+		if err := rows.Scan(&c.PersonID, &c.ClientID, &c.Scope, &granted); err != nil {
+			return nil, err
+		}
+		c.GrantedAt = fromMicros(granted)
+		out = append(out, c)
+	}
+	return out, db.d.Translate(rows.Err())
+}
+
+func windowStart(window time.Duration, now time.Time) int64 {
+	return micros(now.UTC().Truncate(window))
+}
+
+// Hit counts an attempt in the current fixed window, atomically.
+func (db *DB) Hit(ctx context.Context, key string, window time.Duration, now time.Time) (int, error) {
+	var n int
+	err := db.queryRowWrite(ctx, `INSERT INTO throttle (key, window_start, hits) VALUES (?, ?, 1)
+		ON CONFLICT (key) DO UPDATE SET
+			hits = CASE WHEN throttle.window_start = excluded.window_start THEN throttle.hits + 1 ELSE 1 END,
+			window_start = excluded.window_start
+		RETURNING hits`, key, windowStart(window, now)).Scan(&n)
+	return n, db.scanErr(err)
+}
+
+// Count returns the attempts in the current window.
+func (db *DB) Count(ctx context.Context, key string, window time.Duration, now time.Time) (int, error) {
+	var n int
+	err := db.queryRow(ctx, `SELECT hits FROM throttle WHERE key = ? AND window_start = ?`, key, windowStart(window, now)).Scan(&n)
+	if err := db.scanErr(err); err == store.ErrNotFound {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Reset forgets a key.
+func (db *DB) Reset(ctx context.Context, key string) error {
+	_, err := db.exec(ctx, `DELETE FROM throttle WHERE key = ?`, key)
+	return err
+}
+
+// AppendEvents appends events.
+func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
+	for _, e := range es {
+		if _, err := db.exec(ctx, `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id,
+			user_id, user_id_lower, person_id, client_ip, user_agent, agent_user, occurred)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
+			e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Occurred.UnixMilli()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteExpired removes expired short-lived records.
+func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	var total int64
+	t := micros(now)
+	for _, q := range []string{
+		`DELETE FROM client_assertion_ids WHERE expires_at < ?`,
+		`DELETE FROM auth_requests WHERE expires_at < ?`,
+		`DELETE FROM sessions WHERE expires_at < ?`,
+		`DELETE FROM auth_codes WHERE expires_at < ?`,
+		`DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE expires_at < ?)`,
+		`DELETE FROM grants WHERE expires_at < ?`,
+	} {
+		res, err := db.exec(ctx, q, t)
+		if err != nil {
+			return total, err
+		}
+		n, err := affected(res)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}

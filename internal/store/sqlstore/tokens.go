@@ -1,0 +1,205 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// CreateGrant inserts a grant.
+func (db *DB) CreateGrant(ctx context.Context, g store.Grant) error {
+	_, err := db.exec(ctx, `INSERT INTO grants (id, client_id, subject, scopes, auth_level, amr, data, created_at,
+		expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		g.ID, g.ClientID, g.Subject, list(g.Scopes), g.AuthLevel, list(g.AMR), g.Data,
+		micros(g.CreatedAt), micros(g.ExpiresAt), micros(g.RevokedAt))
+	return err
+}
+
+// GetGrant returns one grant.
+func (db *DB) GetGrant(ctx context.Context, id string) (store.Grant, error) {
+	var g store.Grant
+	var scopes, amr string
+	var created, expires, revoked int64
+	err := db.queryRow(ctx, `SELECT id, client_id, subject, scopes, auth_level, amr, data, created_at, expires_at,
+		revoked_at FROM grants WHERE id = ?`, id).
+		Scan(&g.ID, &g.ClientID, &g.Subject, &scopes, &g.AuthLevel, &amr, &g.Data, &created, &expires, &revoked)
+	if err != nil {
+		return g, db.scanErr(err)
+	}
+	if g.Scopes, err = fromList(scopes); err != nil {
+		return g, err
+	}
+	if g.AMR, err = fromList(amr); err != nil {
+		return g, err
+	}
+	g.Data = fromBlob(g.Data)
+	g.CreatedAt, g.ExpiresAt, g.RevokedAt = fromMicros(created), fromMicros(expires), fromMicros(revoked)
+	return g, nil
+}
+
+// RevokeGrant revokes a grant and every token it issued, in one transaction.
+func (db *DB) RevokeGrant(ctx context.Context, id string, now time.Time) error {
+	return db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		res, err := tx.exec(ctx, `UPDATE grants SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
+			WHERE id = ?`, micros(now), id)
+		if err != nil {
+			return err
+		}
+		if n, err := affected(res); err != nil || n == 0 {
+			if err == nil {
+				err = store.ErrNotFound
+			}
+			return err
+		}
+		_, err = tx.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at = 0`, micros(now), id)
+		return err
+	})
+}
+
+const tokenColumns = `hash, kind, grant_id, client_id, subject, scopes, issued_at, expires_at, usage_limit,
+	usage_count, used_at, revoked_at`
+
+func scanToken(s scanner) (store.Token, error) {
+	var t store.Token
+	var scopes string
+	var issued, expires, used, revoked int64
+	if err := s.Scan(&t.Hash, &t.Kind, &t.GrantID, &t.ClientID, &t.Subject, &scopes, &issued, &expires,
+		&t.UsageLimit, &t.UsageCount, &used, &revoked); err != nil {
+		return t, err
+	}
+	var err error
+	t.Scopes, err = fromList(scopes)
+	t.IssuedAt, t.ExpiresAt, t.UsedAt, t.RevokedAt = fromMicros(issued), fromMicros(expires), fromMicros(used), fromMicros(revoked)
+	return t, err
+}
+
+// CreateToken inserts a token.
+func (db *DB) CreateToken(ctx context.Context, t store.Token) error {
+	_, err := db.exec(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.Hash, t.Kind, t.GrantID, t.ClientID, t.Subject, list(t.Scopes), micros(t.IssuedAt), micros(t.ExpiresAt),
+		t.UsageLimit, t.UsageCount, micros(t.UsedAt), micros(t.RevokedAt))
+	return err
+}
+
+// GetToken returns a token by hash.
+func (db *DB) GetToken(ctx context.Context, hash []byte) (store.Token, error) {
+	t, err := scanToken(db.queryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
+	return t, db.scanErr(err)
+}
+
+// RevokeToken revokes one token.
+func (db *DB) RevokeToken(ctx context.Context, hash []byte, now time.Time) error {
+	res, err := db.exec(ctx, `UPDATE tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
+		WHERE hash = ?`, micros(now), hash)
+	if err != nil {
+		return err
+	}
+	if n, err := affected(res); err != nil || n == 0 {
+		if err == nil {
+			err = store.ErrNotFound
+		}
+		return err
+	}
+	return nil
+}
+
+// UseRefreshToken marks an unused refresh token used. The conditional
+// UPDATE is the single-use guarantee: concurrent callers serialise on the
+// row and only one sees used_at = 0.
+func (db *DB) UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (store.Token, error) {
+	t, err := scanToken(db.queryRowWrite(ctx, `UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at = 0
+		RETURNING `+tokenColumns, micros(now), hash))
+	if err == nil {
+		return t, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return t, db.scanErr(err)
+	}
+	t, err = db.GetToken(ctx, hash)
+	if err != nil {
+		return t, err
+	}
+	return t, store.ErrConflict
+}
+
+// CountTokenUse counts one use of a limited token; ErrConflict when exhausted.
+func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, error) {
+	t, err := scanToken(db.queryRowWrite(ctx, `UPDATE tokens SET usage_count = usage_count + 1
+		WHERE hash = ? AND usage_limit > 0 AND usage_count < usage_limit RETURNING `+tokenColumns, hash))
+	if err == nil {
+		return t, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return t, db.scanErr(err)
+	}
+	t, err = db.GetToken(ctx, hash)
+	if err != nil {
+		return t, err
+	}
+	return t, store.ErrConflict
+}
+
+const codeColumns = `hash, client_id, subject, redirect_uri, scopes, code_challenge, code_challenge_method,
+	auth_level, amr, data, issued_at, expires_at, used_at, grant_id`
+
+func scanCode(s scanner) (store.AuthCode, error) {
+	var c store.AuthCode
+	var scopes, amr string
+	var issued, expires, used int64
+	if err := s.Scan(&c.Hash, &c.ClientID, &c.Subject, &c.RedirectURI, &scopes, &c.CodeChallenge,
+		&c.CodeChallengeMethod, &c.AuthLevel, &amr, &c.Data, &issued, &expires, &used, &c.GrantID); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Scopes, err = fromList(scopes); err != nil {
+		return c, err
+	}
+	c.AMR, err = fromList(amr)
+	c.Data = fromBlob(c.Data)
+	c.IssuedAt, c.ExpiresAt, c.UsedAt = fromMicros(issued), fromMicros(expires), fromMicros(used)
+	return c, err
+}
+
+// CreateAuthCode inserts a code.
+func (db *DB) CreateAuthCode(ctx context.Context, c store.AuthCode) error {
+	_, err := db.exec(ctx, `INSERT INTO auth_codes (`+codeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Hash, c.ClientID, c.Subject, c.RedirectURI, list(c.Scopes), c.CodeChallenge, c.CodeChallengeMethod,
+		c.AuthLevel, list(c.AMR), c.Data, micros(c.IssuedAt), micros(c.ExpiresAt), micros(c.UsedAt), c.GrantID)
+	return err
+}
+
+// UseAuthCode marks an unused code used (single use, as UseRefreshToken).
+func (db *DB) UseAuthCode(ctx context.Context, hash []byte, now time.Time) (store.AuthCode, error) {
+	c, err := scanCode(db.queryRowWrite(ctx, `UPDATE auth_codes SET used_at = ? WHERE hash = ? AND used_at = 0
+		RETURNING `+codeColumns, micros(now), hash))
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return c, db.scanErr(err)
+	}
+	c, err = scanCode(db.queryRowWrite(ctx, `SELECT `+codeColumns+` FROM auth_codes WHERE hash = ?`, hash))
+	if err != nil {
+		return c, db.scanErr(err)
+	}
+	return c, store.ErrConflict
+}
+
+// SetAuthCodeGrant records the grant an exchanged code created.
+func (db *DB) SetAuthCodeGrant(ctx context.Context, hash []byte, grantID string) error {
+	res, err := db.exec(ctx, `UPDATE auth_codes SET grant_id = ? WHERE hash = ?`, grantID, hash)
+	if err != nil {
+		return err
+	}
+	if n, err := affected(res); err != nil || n == 0 {
+		if err == nil {
+			err = store.ErrNotFound
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+func testAuthRequestsAndSessions(t *testing.T, s store.Store) {
+	ar := store.AuthRequest{ID: "r1", ClientID: "c1", Data: []byte(`{"state":"x"}`), CreatedAt: t0.UTC(), ExpiresAt: t0.Add(time.Hour).UTC()}
+	if err := s.CreateAuthRequest(ctx(), ar); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetAuthRequest(ctx(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(ar, got); d != "" {
+		t.Errorf("auth request round trip (-want +got):\n%s", d)
+	}
+	if err := s.DeleteAuthRequest(ctx(), "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetAuthRequest(ctx(), "r1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after delete: %v", err)
+	}
+	if err := s.DeleteAuthRequest(ctx(), "r1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("delete twice: %v", err)
+	}
+
+	se := store.Session{Hash: []byte("s1"), PersonID: "p1", AuthLevel: 1, AMR: []string{"DEFAULT"},
+		AuthTime: t0.UTC(), ExpiresAt: t0.Add(time.Hour).UTC()}
+	if err := s.CreateSession(ctx(), se); err != nil {
+		t.Fatal(err)
+	}
+	gotS, err := s.GetSession(ctx(), []byte("s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(se, gotS); d != "" {
+		t.Errorf("session round trip (-want +got):\n%s", d)
+	}
+	err = s.UpdateSession(ctx(), []byte("s1"), func(x store.Session) (store.Session, error) {
+		x.AuthLevel, x.AMR = 3, []string{"DEFAULT", "TOTP"}
+		return x, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotS, _ = s.GetSession(ctx(), []byte("s1")); gotS.AuthLevel != 3 || len(gotS.AMR) != 2 {
+		t.Errorf("after update: %+v", gotS)
+	}
+	if err := s.DeleteSession(ctx(), []byte("s1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSession(ctx(), []byte("s1")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after delete: %v", err)
+	}
+}
+
+func testConsents(t *testing.T, s store.Store) {
+	cs := []store.Consent{{PersonID: "p1", ClientID: "c1", Scope: "write", GrantedAt: t0.UTC()},
+		{PersonID: "p1", ClientID: "c1", Scope: "read", GrantedAt: t0.UTC()},
+		{PersonID: "p1", ClientID: "c2", Scope: "read", GrantedAt: t0.UTC()}}
+	if err := s.SaveConsents(ctx(), cs); err != nil {
+		t.Fatal(err)
+	}
+	later := t0.Add(time.Hour).UTC()
+	if err := s.SaveConsents(ctx(), []store.Consent{{PersonID: "p1", ClientID: "c1", Scope: "read", GrantedAt: later}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListConsents(ctx(), "p1", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Consent{{PersonID: "p1", ClientID: "c1", Scope: "read", GrantedAt: later}, cs[0]}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("consents (-want +got):\n%s", d)
+	}
+}
+
+func testThrottle(t *testing.T, s store.Store) {
+	w := 15 * time.Minute
+	now := time.Date(2026, 1, 1, 10, 1, 0, 0, time.UTC)
+	for i := 1; i <= 3; i++ {
+		if n, err := s.Hit(ctx(), "k", w, now); err != nil || n != i {
+			t.Fatalf("hit %d = %d, %v", i, n, err)
+		}
+	}
+	if n, _ := s.Count(ctx(), "k", w, now.Add(time.Minute)); n != 3 {
+		t.Errorf("count in the window = %d, want 3", n)
+	}
+	if n, _ := s.Count(ctx(), "k", w, now.Add(w)); n != 0 {
+		t.Errorf("count in the next window = %d, want 0", n)
+	}
+	if n, _ := s.Hit(ctx(), "k", w, now.Add(w)); n != 1 {
+		t.Errorf("first hit of the next window = %d, want 1", n)
+	}
+	if err := s.Reset(ctx(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(ctx(), "k", w, now.Add(w)); n != 0 {
+		t.Errorf("after reset = %d", n)
+	}
+	if n, _ := s.Count(ctx(), "unknown", w, now); n != 0 {
+		t.Errorf("unknown key = %d", n)
+	}
+}
+
+func testThrottleRace(t *testing.T, s store.Store) {
+	wins := race(t, 30, func() error { _, err := s.Hit(ctx(), "k", time.Hour, t0); return err }, nil)
+	if n, err := s.Count(ctx(), "k", time.Hour, t0); err != nil || n != wins || n != 30 {
+		t.Errorf("count after 30 concurrent hits = %d (%v), want 30", n, err)
+	}
+}
+
+func testEvents(t *testing.T, s store.Store) {
+	e := store.Event{ID: "e1", Kind: store.EventOAuth, Type: "TOKEN_REQUEST_ACCESS_TOKEN_CREATED", Name: "Token Request Access Token Created",
+		ClientID: "c1", UserID: "U1", Occurred: t0}
+	if err := s.AppendEvents(ctx(), e, store.Event{ID: "e2", Kind: store.EventPerson, Type: "person.PersonCreatedEvent", Name: "Person Created", Occurred: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendEvents(ctx(), e); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("an event id is unique: %v", err)
+	}
+}
+
+func testDeleteExpired(t *testing.T, s store.Store) {
+	old := grant("old")
+	old.ExpiresAt = t0.UTC()
+	live := grant("live")
+	live.ExpiresAt = t0.Add(48 * time.Hour).UTC()
+	for _, g := range []store.Grant{old, live} {
+		if err := s.CreateGrant(ctx(), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tk := range []store.Token{tok("t-old", store.KindAccess, "old"), tok("t-live", store.KindAccess, "live")} {
+		if err := s.CreateToken(ctx(), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateSession(ctx(), store.Session{Hash: []byte("s"), PersonID: "p", AuthTime: t0, ExpiresAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseAssertionID(ctx(), "c", "j", t0, t0.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.DeleteExpired(ctx(), t0.Add(25*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("DeleteExpired removed %d records, want 4 (grant, its token, session, assertion id)", n)
+	}
+	if _, err := s.GetToken(ctx(), []byte("t-live")); err != nil {
+		t.Errorf("a live token was removed: %v", err)
+	}
+	if _, err := s.GetGrant(ctx(), "old"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired grant kept: %v", err)
+	}
+}

@@ -1,0 +1,69 @@
+// Package storetest is the conformance suite every store backend runs (in the
+// style of Dex's storage/conformance): each backend's test calls RunTests and
+// RunConcurrencyTests with a function that opens a fresh, empty store.
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// NewStore opens a fresh, migrated, empty store and closes it when t ends.
+type NewStore func(t *testing.T) store.Store
+
+// RunTests runs the behavioural conformance tests.
+func RunTests(t *testing.T, newStore NewStore) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, store.Store)
+	}{
+		{"ClientRoundTrip", testClientRoundTrip},
+		{"ClientUpsertKeepsCreatedAt", testClientUpsert},
+		{"ClientNotFound", testClientNotFound},
+		{"ClientList", testClientList},
+		{"AssertionIDs", testAssertionIDs},
+		{"PersonRoundTripAndEmailCase", testPersons},
+		{"PersonConflicts", testPersonConflicts},
+		{"GrantAndTokens", testGrantAndTokens},
+		{"RevokeGrantRevokesTokens", testRevokeGrant},
+		{"RefreshTokenSingleUse", testRefreshSingleUse},
+		{"UsageLimit", testUsageLimit},
+		{"AuthCodeSingleUse", testAuthCodeSingleUse},
+		{"AuthRequestsAndSessions", testAuthRequestsAndSessions},
+		{"Consents", testConsents},
+		{"Throttle", testThrottle},
+		{"Events", testEvents},
+		{"DeleteExpired", testDeleteExpired},
+		{"TxCommit", testTxCommit},
+		{"TxRollbackOnError", testTxRollback},
+		{"TxRollbackOnPanic", testTxPanic},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
+}
+
+// RunConcurrencyTests runs the races that single-use and counting rely on.
+func RunConcurrencyTests(t *testing.T, newStore NewStore) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, store.Store)
+	}{
+		{"AssertionIDRace", testAssertionIDRace},
+		{"AuthCodeRace", testAuthCodeRace},
+		{"RefreshTokenRace", testRefreshRace},
+		{"UsageLimitRace", testUsageLimitRace},
+		{"ThrottleRace", testThrottleRace},
+		{"UpsertClientRace", testUpsertClientRace},
+		{"CreatePersonRace", testCreatePersonRace},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
+}
+
+// t0 has microsecond precision, as stores keep; non-UTC zones must come back UTC.
+var t0 = time.Date(2026, 11, 22, 10, 30, 15, 123456000, time.FixedZone("CET", 3600))
+
+func ctx() context.Context { return context.Background() }

@@ -1,0 +1,207 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+func grant(id string) store.Grant {
+	return store.Grant{ID: id, ClientID: "c1", Subject: "p1", Scopes: []string{"read", "write"}, AuthLevel: 2,
+		AMR: []string{"DEFAULT"}, Data: []byte(`{"k":["v"]}`), CreatedAt: t0.UTC(), ExpiresAt: t0.Add(time.Hour).UTC()}
+}
+
+func tok(hash, kind, grantID string) store.Token {
+	return store.Token{Hash: []byte(hash), Kind: kind, GrantID: grantID, ClientID: "c1", Subject: "p1",
+		Scopes: []string{"read"}, IssuedAt: t0.UTC(), ExpiresAt: t0.Add(time.Hour).UTC()}
+}
+
+func testGrantAndTokens(t *testing.T, s store.Store) {
+	g := grant("g1")
+	if err := s.CreateGrant(ctx(), g); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetGrant(ctx(), "g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(g, got); d != "" {
+		t.Errorf("grant round trip (-want +got):\n%s", d)
+	}
+	if err := s.CreateGrant(ctx(), g); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("duplicate grant: %v, want ErrConflict", err)
+	}
+	at := tok("at1", store.KindAccess, "g1")
+	at.UsageLimit = 3
+	if err := s.CreateToken(ctx(), at); err != nil {
+		t.Fatal(err)
+	}
+	gotT, err := s.GetToken(ctx(), []byte("at1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(at, gotT); d != "" {
+		t.Errorf("token round trip (-want +got):\n%s", d)
+	}
+	if _, err := s.GetToken(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown token: %v", err)
+	}
+	if _, err := s.GetGrant(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown grant: %v", err)
+	}
+	if err := s.RevokeToken(ctx(), []byte("at1"), t0); err != nil {
+		t.Fatal(err)
+	}
+	gotT, _ = s.GetToken(ctx(), []byte("at1"))
+	if !gotT.RevokedAt.Equal(t0) {
+		t.Errorf("RevokedAt = %v, want %v", gotT.RevokedAt, t0)
+	}
+	if err := s.RevokeToken(ctx(), []byte("at1"), t0.Add(time.Hour)); err != nil {
+		t.Errorf("revoking twice: %v", err)
+	}
+	gotT, _ = s.GetToken(ctx(), []byte("at1"))
+	if !gotT.RevokedAt.Equal(t0) {
+		t.Errorf("a second revocation moved RevokedAt to %v", gotT.RevokedAt)
+	}
+	if err := s.RevokeToken(ctx(), []byte("nope"), t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoke unknown: %v", err)
+	}
+}
+
+func testRevokeGrant(t *testing.T, s store.Store) {
+	for _, g := range []string{"g1", "g2"} {
+		if err := s.CreateGrant(ctx(), grant(g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tk := range []store.Token{tok("a1", store.KindAccess, "g1"), tok("r1", store.KindRefresh, "g1"), tok("a2", store.KindAccess, "g2")} {
+		if err := s.CreateToken(ctx(), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RevokeGrant(ctx(), "g1", t0); err != nil {
+		t.Fatal(err)
+	}
+	for hash, revoked := range map[string]bool{"a1": true, "r1": true, "a2": false} {
+		tk, _ := s.GetToken(ctx(), []byte(hash))
+		if tk.RevokedAt.IsZero() == revoked {
+			t.Errorf("token %s revoked=%v, want %v", hash, !tk.RevokedAt.IsZero(), revoked)
+		}
+	}
+	if g, _ := s.GetGrant(ctx(), "g1"); !g.RevokedAt.Equal(t0) {
+		t.Errorf("grant RevokedAt = %v", g.RevokedAt)
+	}
+	if err := s.RevokeGrant(ctx(), "g1", t0.Add(time.Hour)); err != nil {
+		t.Errorf("revoking twice: %v", err)
+	}
+	if err := s.RevokeGrant(ctx(), "nope", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown grant: %v", err)
+	}
+}
+
+func testRefreshSingleUse(t *testing.T, s store.Store) {
+	if err := s.CreateToken(ctx(), tok("r1", store.KindRefresh, "g1")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.UseRefreshToken(ctx(), []byte("r1"), t0)
+	if err != nil || !got.UsedAt.Equal(t0) {
+		t.Fatalf("first use: %+v, %v", got, err)
+	}
+	got, err = s.UseRefreshToken(ctx(), []byte("r1"), t0.Add(time.Second))
+	if !errors.Is(err, store.ErrConflict) || got.GrantID != "g1" {
+		t.Errorf("second use: %+v, %v; want the token with ErrConflict", got, err)
+	}
+	if _, err := s.UseRefreshToken(ctx(), []byte("nope"), t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown: %v", err)
+	}
+}
+
+func testUsageLimit(t *testing.T, s store.Store) {
+	limited := tok("l1", store.KindAccess, "g1")
+	limited.UsageLimit = 2
+	if err := s.CreateToken(ctx(), limited); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		got, err := s.CountTokenUse(ctx(), []byte("l1"))
+		if err != nil || got.UsageCount != i {
+			t.Fatalf("use %d: count %d, %v", i, got.UsageCount, err)
+		}
+	}
+	if got, err := s.CountTokenUse(ctx(), []byte("l1")); !errors.Is(err, store.ErrConflict) || got.UsageCount != 2 {
+		t.Errorf("use past the limit: %d, %v; want 2 and ErrConflict", got.UsageCount, err)
+	}
+	if _, err := s.CountTokenUse(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown: %v", err)
+	}
+}
+
+func testRefreshRace(t *testing.T, s store.Store) {
+	if err := s.CreateToken(ctx(), tok("r1", store.KindRefresh, "g1")); err != nil {
+		t.Fatal(err)
+	}
+	wins := race(t, 20, func() error { _, err := s.UseRefreshToken(ctx(), []byte("r1"), t0); return err }, store.ErrConflict)
+	if wins != 1 {
+		t.Errorf("%d of 20 concurrent uses of one refresh token succeeded, want 1", wins)
+	}
+}
+
+func testUsageLimitRace(t *testing.T, s store.Store) {
+	limited := tok("l1", store.KindAccess, "g1")
+	limited.UsageLimit = 5
+	if err := s.CreateToken(ctx(), limited); err != nil {
+		t.Fatal(err)
+	}
+	wins := race(t, 50, func() error { _, err := s.CountTokenUse(ctx(), []byte("l1")); return err }, store.ErrConflict)
+	if wins != 5 {
+		t.Errorf("%d of 50 concurrent uses succeeded, want exactly the limit 5", wins)
+	}
+}
+
+func code(hash string) store.AuthCode {
+	return store.AuthCode{Hash: []byte(hash), ClientID: "c1", Subject: "p1", RedirectURI: "https://app.example/cb",
+		Scopes: []string{"read"}, CodeChallenge: "abc", CodeChallengeMethod: "S256", AuthLevel: 1,
+		AMR: []string{"DEFAULT"}, Data: []byte(`{}`), IssuedAt: t0.UTC(), ExpiresAt: t0.Add(time.Minute).UTC()}
+}
+
+func testAuthCodeSingleUse(t *testing.T, s store.Store) {
+	c := code("c1")
+	if err := s.CreateAuthCode(ctx(), c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.UseAuthCode(ctx(), []byte("c1"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UsedAt = t0.UTC()
+	if d := cmp.Diff(c, got); d != "" {
+		t.Errorf("code round trip (-want +got):\n%s", d)
+	}
+	if err := s.SetAuthCodeGrant(ctx(), []byte("c1"), "g1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.UseAuthCode(ctx(), []byte("c1"), t0)
+	if !errors.Is(err, store.ErrConflict) || got.GrantID != "g1" {
+		t.Errorf("reuse: %+v, %v; want the code (with its grant) and ErrConflict", got, err)
+	}
+	if _, err := s.UseAuthCode(ctx(), []byte("nope"), t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown: %v", err)
+	}
+	if err := s.SetAuthCodeGrant(ctx(), []byte("nope"), "g"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetAuthCodeGrant unknown: %v", err)
+	}
+}
+
+func testAuthCodeRace(t *testing.T, s store.Store) {
+	if err := s.CreateAuthCode(ctx(), code("c1")); err != nil {
+		t.Fatal(err)
+	}
+	wins := race(t, 20, func() error { _, err := s.UseAuthCode(ctx(), []byte("c1"), t0); return err }, store.ErrConflict)
+	if wins != 1 {
+		t.Errorf("%d of 20 concurrent exchanges of one code succeeded, want 1", wins)
+	}
+}

@@ -1,0 +1,68 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+func testTxCommit(t *testing.T, s store.Store) {
+	err := s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.UpsertClient(ctx(), store.Client{ID: "c1", TokenEndpointAuthMethod: "none"}); err != nil {
+			return err
+		}
+		// Reads inside the transaction see its writes; nested Tx joins it.
+		return tx.Tx(ctx(), func(inner store.Store) error {
+			_, err := inner.GetClient(ctx(), "c1")
+			return err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetClient(ctx(), "c1"); err != nil {
+		t.Errorf("committed client not found: %v", err)
+	}
+}
+
+func testTxRollback(t *testing.T, s store.Store) {
+	boom := errors.New("boom")
+	err := s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.UpsertClient(ctx(), store.Client{ID: "c1", TokenEndpointAuthMethod: "none"}); err != nil {
+			return err
+		}
+		if err := tx.CreateGrant(ctx(), grant("g1")); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Tx = %v, want fn's error", err)
+	}
+	if _, err := s.GetClient(ctx(), "c1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("rolled-back client exists: %v", err)
+	}
+	if _, err := s.GetGrant(ctx(), "g1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("rolled-back grant exists: %v", err)
+	}
+}
+
+func testTxPanic(t *testing.T, s store.Store) {
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic was swallowed")
+			}
+		}()
+		_ = s.Tx(ctx(), func(tx store.Store) error {
+			if err := tx.UpsertClient(ctx(), store.Client{ID: "c1", TokenEndpointAuthMethod: "none"}); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	if _, err := s.GetClient(ctx(), "c1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("client written by a panicking transaction exists: %v", err)
+	}
+}
