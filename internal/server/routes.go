@@ -2,11 +2,32 @@ package server
 
 import (
 	"net/http"
+
+	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/web"
 )
 
 // routes is the table of contents of latchkey's HTTP interface: every route
 // is registered here and nowhere else.
 func (s *Server) routes(mux *http.ServeMux) {
+	oauthAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.OAuthStyle, fn) }
+	page := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(s.pages.ServerErrorPage, fn) }
+
+	// OAuth 2.0 (shared/spec/interface.md, "OAuth endpoints"), unversioned and v1.
+	for _, prefix := range []string{"/oauth", "/oauth/v1"} {
+		mux.Handle("GET "+prefix+"/authorize", page(s.oauth.Authorize))
+		mux.Handle("POST "+prefix+"/token", oauthAPI(s.oauth.Token))
+		mux.Handle("POST "+prefix+"/revoke", oauthAPI(s.oauth.Revoke))
+	}
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauth.Metadata)
+
+	// Hosted pages.
+	mux.Handle("GET /login", page(s.pages.LoginPage))
+	mux.Handle("POST /login", page(s.pages.Login))
+	mux.Handle("GET /consent", page(s.pages.ConsentPage))
+	mux.Handle("POST /consent", page(s.pages.Consent))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(web.Static())))
+
 	// Operations (OPERATOR.md, "Well-known paths").
 	mux.HandleFunc("GET /health/alive", s.alive)
 	mux.HandleFunc("GET /health/ready", s.ready)

@@ -10,10 +10,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/login"
+	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
+	"github.com/latchkey/latchkey/web"
 )
 
 // Server holds the dependencies every handler shares.
@@ -25,14 +32,29 @@ type Server struct {
 	metrics *metrics
 	now     func() time.Time
 	handler http.Handler
+
+	clients  *clientauth.Authenticator
+	apiUsers *clientauth.BasicUsers // HTTP basic for the basic_auth APIs
+	identity *identity.Service
+	oauth    *oauth.Service
+	pages    *login.Pages
+}
+
+// Options changes what New builds; the zero value is production.
+type Options struct {
+	Now func() time.Time // the clock; time.Now when nil
 }
 
 // New builds a Server on an opened, migrated store, and writes the static
 // clients of cfg into it.
-func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.Logger, serverKey []byte) (*Server, error) {
+func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.Logger, serverKey []byte, opts Options) (*Server, error) {
 	h, err := token.NewHasher(serverKey)
 	if err != nil {
 		return nil, err
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
 	}
 	s := &Server{
 		cfg:     cfg,
@@ -40,9 +62,37 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		log:     logger,
 		secrets: h,
 		metrics: newMetrics(),
-		now:     time.Now,
+		now:     now,
 	}
+	templates, err := web.Load(cfg.TemplatesDir)
+	if err != nil {
+		return nil, err
+	}
+	rec := events.NewRecorder()
+	rec.Now = now
+	s.clients = &clientauth.Authenticator{
+		Clients: st, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now,
+		HTTPClient: &http.Client{Timeout: 5 * time.Second},
+	}
+	if s.apiUsers, err = apiUsers(cfg.APIUsers); err != nil {
+		return nil, err
+	}
+	if s.identity, err = identity.New(st, rec, now); err != nil {
+		return nil, err
+	}
+	s.oauth = &oauth.Service{
+		Store: st, Hasher: h, Clients: s.clients, Passwords: s.identity, Events: rec,
+		Issuer: cfg.Issuer, Now: now, Log: logger,
+	}
+	s.pages = &login.Pages{
+		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,
+		Secure: strings.HasPrefix(cfg.Issuer, "https://"), Now: now, Log: logger,
+	}
+	s.oauth.Pages = s.pages
 	if err := s.seedClients(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.identity.SeedPersons(ctx, cfg.Persons); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -100,4 +150,20 @@ func (s *Server) storeClient(c config.Client) (store.Client, error) {
 		sc.SecretHash = s.secrets.Hash(token.LabelClientSecret, c.ClientSecret)
 	}
 	return sc, nil
+}
+
+// apiUsers hashes the plain passwords of the config once, at start.
+func apiUsers(users []config.APIUser) (*clientauth.BasicUsers, error) {
+	m := make(map[string]string, len(users))
+	for _, u := range users {
+		h := u.PasswordHash
+		if h == "" {
+			var err error
+			if h, err = password.Hash(u.Password); err != nil {
+				return nil, err
+			}
+		}
+		m[u.Username] = h
+	}
+	return clientauth.NewBasicUsers(m)
 }

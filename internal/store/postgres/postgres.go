@@ -73,4 +73,3 @@ func translate(err error) error {
 	}
 	return err
 }
-

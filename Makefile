@@ -1,0 +1,26 @@
+# latchkey — the commands a newcomer and CI use.
+GO ?= go
+
+.PHONY: run test lint build fuzz
+
+run: ## start the service on embedded SQLite with demo data
+	$(GO) run ./cmd/latchkey serve --demo
+
+test: ## every test: vet, then all packages with the race detector (SQLite and PostgreSQL)
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+build:
+	$(GO) build -o bin/latchkey ./cmd/latchkey
+
+lint: ## gofmt, vet, staticcheck
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+fuzz: ## a short run of every fuzz target
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 10s $$pkg || exit 1; \
+	  done; \
+	done

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// The demo clients and person seeded by serve --demo.
+const (
+	demoConfidentialID = "demo-app"
+	demoPublicID       = "demo-spa"
+	demoPersonEmail    = "jane@example.com"
+)
+
+type demoBanner struct {
+	secret, password, redirect string
+}
+
+// addDemo adds the demo clients and person to cfg with fresh random secrets,
+// unless the config already defines them.
+func addDemo(cfg *config.Config) (*demoBanner, error) {
+	b := &demoBanner{
+		secret:   token.Random(24),
+		password: token.Random(12),
+		redirect: cfg.Issuer + "/demo/callback",
+	}
+	yes := true
+	for _, c := range cfg.Clients {
+		if c.ClientID == demoConfidentialID || c.ClientID == demoPublicID {
+			return nil, fmt.Errorf("--demo: the config already defines client %q", c.ClientID)
+		}
+	}
+	cfg.Clients = append(cfg.Clients,
+		config.Client{
+			ClientID:                demoConfidentialID,
+			ClientSecret:            b.secret,
+			Name:                    "Demo App (confidential)",
+			TokenEndpointAuthMethod: config.AuthClientSecretBasic,
+			RedirectURIs:            []string{b.redirect},
+			GrantTypes: []string{config.GrantAuthorizationCode, config.GrantRefreshToken,
+				config.GrantClientCredentials, config.GrantDeviceCode},
+			Scopes:          []string{"read", "write"},
+			ConsentRequired: &yes,
+		},
+		config.Client{
+			ClientID:                demoPublicID,
+			Name:                    "Demo SPA (public, PKCE)",
+			TokenEndpointAuthMethod: config.AuthNone,
+			RedirectURIs:            []string{b.redirect},
+			GrantTypes:              []string{config.GrantAuthorizationCode, config.GrantRefreshToken, config.GrantDeviceCode},
+			Scopes:                  []string{"read"},
+			ConsentRequired:         &yes,
+		})
+	cfg.Persons = append(cfg.Persons, config.Person{
+		Email: demoPersonEmail, Password: b.password, FirstName: "Jane", LastName: "Doe",
+	})
+	// Fill the defaults of the added clients and check them like any other.
+	if err := cfg.Complete(); err != nil {
+		return nil, fmt.Errorf("--demo: %w", err)
+	}
+	return b, nil
+}
+
+func (b *demoBanner) print(w io.Writer, issuer string) {
+	q := url.Values{
+		"response_type":         {"code"},
+		"client_id":             {demoPublicID},
+		"redirect_uri":          {b.redirect},
+		"scope":                 {"read"},
+		"state":                 {"demo-state"},
+		"code_challenge":        {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"},
+		"code_challenge_method": {"S256"},
+	}
+	fmt.Fprintf(w, `
+latchkey demo data (secrets are new at every start):
+  confidential client  %s / %s
+  public client        %s (PKCE)
+  person               %s / %s
+
+Get a token (client credentials):
+  curl -s -u %s:%s -d grant_type=client_credentials -d scope=read %s/oauth/token
+
+Sign in as the person (authorization code with PKCE; code_verifier dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk):
+  %s/oauth/authorize?%s
+
+`, demoConfidentialID, b.secret, demoPublicID, demoPersonEmail, b.password,
+		demoConfidentialID, b.secret, issuer, issuer, q.Encode())
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the latchkey binary built once for these tests.
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+func build(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "latchkey-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "latchkey")
+		out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// command runs the binary in a fresh working folder with a clean LATCHKEY_* environment.
+func command(t *testing.T, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(build(t), args...)
+	cmd.Dir = t.TempDir()
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LATCHKEY_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+func TestServeDemoStartsAndStopsOnSIGTERM(t *testing.T) {
+	addr := freePort(t)
+	cmd := command(t, []string{"LATCHKEY_LISTEN=" + addr})
+	cmd.Args = append(cmd.Args, "serve", "--demo")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	banner := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+		}
+		banner <- b.String()
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/health/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("not ready within 60 s; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v (want 0); stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("did not exit within 30 s of SIGTERM")
+	}
+	out := <-banner
+	for _, want := range []string{"demo-app", "demo-spa", "jane@example.com", "curl -s -u demo-app:", "/oauth/authorize?"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo banner lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cmd.Dir, "latchkey-data", "latchkey.db")); err != nil {
+		t.Errorf("no embedded database in ./latchkey-data: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join(cmd.Dir, "latchkey-data", "secret.key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("secret key file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+}
+
+func TestFailuresEndWithOneLine(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := t.TempDir()
+	badYAML := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badYAML, []byte("listen: 127.0.0.1:0\nunknown_key: 1\n"), 0o600)
+	badValue := filepath.Join(dir, "value.yaml")
+	os.WriteFile(badValue, []byte("clients:\n  - client_id: x\n    token_endpoint_auth_method: magic\n"), 0o600)
+
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"unknown config key", nil, []string{"serve", "--config", badYAML}, "unknown_key"},
+		{"bad config value", nil, []string{"serve", "--config", badValue}, "token_endpoint_auth_method"},
+		{"missing config file", nil, []string{"serve", "--config", filepath.Join(dir, "absent.yaml")}, "no such file"},
+		{"port in use", []string{"LATCHKEY_LISTEN=" + busy.Addr().String()}, []string{"serve"}, "address already in use"},
+		{"unreachable database", []string{"LATCHKEY_DATABASE=postgres://nobody:pw@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"}, []string{"serve"}, "database"},
+		{"unsupported database", []string{"LATCHKEY_DATABASE=mysql://x"}, []string{"migrate"}, "database"},
+		{"unknown command", nil, []string{"frobnicate"}, "unknown command"},
+		{"unknown flag", nil, []string{"serve", "--nope"}, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := command(t, tt.env, tt.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err = <-done:
+			case <-ctx.Done():
+				cmd.Process.Kill()
+				t.Fatal("still running after 60 s")
+			}
+			if err == nil {
+				t.Fatal("exit code 0, want non-zero")
+			}
+			msg := stderr.String()
+			lines := strings.Split(strings.TrimSpace(msg), "\n")
+			if !strings.Contains(lines[0], tt.want) {
+				t.Errorf("first stderr line %q lacks %q", lines[0], tt.want)
+			}
+			if !strings.HasPrefix(lines[0], "latchkey: ") {
+				t.Errorf("stderr %q does not start with the program name", lines[0])
+			}
+			if strings.Contains(msg, "pw@") {
+				t.Errorf("stderr shows the database password: %s", msg)
+			}
+		})
+	}
+}
+
+func TestVersionAndMigrate(t *testing.T) {
+	out, err := command(t, nil, "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "latchkey ") {
+		t.Errorf("version: %q, %v", out, err)
+	}
+	cmd := command(t, nil, "migrate")
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "migrations applied (sqlite)") {
+		t.Errorf("migrate: %q, %v", out, err)
+	}
+	// Twice is fine.
+	cmd2 := exec.Command(cmd.Path, "migrate")
+	cmd2.Dir, cmd2.Env = cmd.Dir, cmd.Env
+	if out, err := cmd2.CombinedOutput(); err != nil {
+		t.Errorf("second migrate: %q, %v", out, err)
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/store/backend"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// shutdownGrace bounds how long in-flight requests may take to drain.
+const shutdownGrace = 20 * time.Second
+
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flags("serve")
+	path := fs.String("config", "", "YAML config `file`")
+	demo := fs.Bool("demo", false, "seed a demo confidential client, public client and person")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		return err
+	}
+	var banner *demoBanner
+	if *demo {
+		if banner, err = addDemo(cfg); err != nil {
+			return err
+		}
+	}
+	logger := newLogger(cfg.Log, stderr)
+	slog.SetDefault(logger)
+
+	key, err := token.LoadOrCreateKey(cfg.SecretKeyFile)
+	if err != nil {
+		return err
+	}
+	st, err := backend.Open(ctx, cfg.Database)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer st.Close()
+
+	srv, err := server.New(ctx, cfg, st, logger, key, server.Options{})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, errors.Unwrap(err))
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	logger.Info("latchkey listening", "version", versionString(), "addr", ln.Addr().String(),
+		"issuer", cfg.Issuer, "store", st.Backend())
+	if banner != nil {
+		banner.print(stdout, cfg.Issuer)
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-sigCtx.Done():
+	}
+	logger.Info("shutting down: draining in-flight requests")
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func migrateCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flags("migrate")
+	path := fs.String("config", "", "YAML config `file`")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		return err
+	}
+	st, err := backend.Open(ctx, cfg.Database) // Open applies the migrations
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer st.Close()
+	fmt.Fprintf(stdout, "migrations applied (%s)\n", st.Backend())
+	return nil
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,157 @@
+// Package identity owns person accounts and their credentials: password
+// checks with throttling, hash upgrades, and the seed persons of the config.
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// Person statuses.
+const (
+	StatusCreated   = "CREATED"
+	StatusInvited   = "INVITED"
+	StatusActivated = "ACTIVATED"
+	StatusBlocked   = "BLOCKED"
+	StatusInactive  = "INACTIVE"
+)
+
+// Login throttling: an account or an address that failed this often within
+// the window is refused until the window ends (authelia's regulation, in a
+// store shared by every instance).
+const (
+	ThrottleWindow     = 15 * time.Minute
+	MaxFailsPerAccount = 5
+	MaxFailsPerIP      = 50
+)
+
+// Service checks credentials.
+type Service struct {
+	Store  store.Store
+	Events *events.Recorder
+	Now    func() time.Time
+	// dummy is verified for unknown accounts so that they take as long as
+	// known ones (timing must not reveal which emails exist).
+	dummy string
+}
+
+// New returns a Service.
+func New(st store.Store, rec *events.Recorder, now func() time.Time) (*Service, error) {
+	dummy, err := password.Hash("latchkey-timing-equaliser")
+	if err != nil {
+		return nil, err
+	}
+	return &Service{Store: st, Events: rec, Now: now, dummy: dummy}, nil
+}
+
+// Errors of CheckPassword: each is an *httpx.Error whose description is safe
+// to show (it never says whether the account exists).
+var (
+	ErrBadCredentials = &httpx.Error{Status: http.StatusUnauthorized, Code: "invalid_credentials",
+		Description: "The email address or password is wrong."}
+	ErrThrottled = &httpx.Error{Status: http.StatusTooManyRequests, Code: "too_many_attempts",
+		Description: "Too many failed attempts. Wait a few minutes and try again."}
+)
+
+// CheckPassword verifies email and password, counting failures per account
+// and per client address, and upgrades an outdated hash to argon2id.
+func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw string) (store.Person, error) {
+	now := s.Now()
+	email = strings.TrimSpace(email)
+	accountKey := "login:account:" + strings.ToLower(email)
+	ipKey := "login:ip:" + events.ClientIP(r)
+	for key, max := range map[string]int{accountKey: MaxFailsPerAccount, ipKey: MaxFailsPerIP} {
+		n, err := s.Store.Count(ctx, key, ThrottleWindow, now)
+		if err != nil {
+			return store.Person{}, err
+		}
+		if n >= max {
+			s.record(ctx, r, events.LoginThrottled, "")
+			return store.Person{}, ErrThrottled
+		}
+	}
+	p, err := s.Store.GetPersonByEmail(ctx, email)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Person{}, err
+	}
+	hash := p.PasswordHash
+	if err != nil || hash == "" {
+		hash = s.dummy
+	}
+	ok, verr := password.Verify(hash, pw)
+	if err != nil || p.PasswordHash == "" || verr != nil || !ok || p.Status == StatusBlocked || p.Status == StatusInactive || p.Status == StatusInvited {
+		for _, key := range []string{accountKey, ipKey} {
+			if _, herr := s.Store.Hit(ctx, key, ThrottleWindow, now); herr != nil {
+				return store.Person{}, herr
+			}
+		}
+		s.record(ctx, r, events.LoginFailed, p.ID)
+		return store.Person{}, ErrBadCredentials
+	}
+	if err := s.Store.Reset(ctx, accountKey); err != nil {
+		return store.Person{}, err
+	}
+	if password.NeedsRehash(p.PasswordHash) {
+		if err := s.setPassword(ctx, p.ID, pw); err != nil {
+			return store.Person{}, err
+		}
+	}
+	s.record(ctx, r, events.LoginSucceeded, p.ID)
+	return p, nil
+}
+
+func (s *Service) setPassword(ctx context.Context, id, pw string) error {
+	h, err := password.Hash(pw)
+	if err != nil {
+		return err
+	}
+	return s.Store.UpdatePerson(ctx, id, func(p store.Person) (store.Person, error) {
+		p.PasswordHash = h
+		return p, nil
+	})
+}
+
+func (s *Service) record(ctx context.Context, r *http.Request, typ, personID string) {
+	_ = s.Events.RecordOAuth(ctx, s.Store, r, events.OAuth{Type: typ, UserID: personID})
+}
+
+// SeedPersons creates the config's persons, or updates name and password of
+// those that exist (matched by email).
+func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) error {
+	for _, cp := range persons {
+		h, err := password.Hash(cp.Password)
+		if err != nil {
+			return err
+		}
+		now := s.Now().UTC()
+		p, err := s.Store.GetPersonByEmail(ctx, cp.Email)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			err = s.Store.CreatePerson(ctx, store.Person{
+				ID: uuid.NewString(), Email: cp.Email, PasswordHash: h, FirstName: cp.FirstName,
+				LastName: cp.LastName, Status: StatusActivated, CreatedAt: now, UpdatedAt: now,
+			})
+		case err == nil:
+			err = s.Store.UpdatePerson(ctx, p.ID, func(p store.Person) (store.Person, error) {
+				p.PasswordHash, p.FirstName, p.LastName = h, cp.FirstName, cp.LastName
+				return p, nil
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("person %s: %w", cp.Email, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,315 @@
+// Package login serves the hosted pages of the authorization flow: login,
+// consent and error pages, the browser session, and CSRF protection.
+package login
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+	"github.com/latchkey/latchkey/web"
+)
+
+// Cookie names. The session cookie holds a random value; the store keeps
+// only its keyed hash.
+const (
+	SessionCookie = "lk_session"
+	csrfCookie    = "lk_csrf"
+)
+
+// Pages serves the hosted pages.
+type Pages struct {
+	OAuth     *oauth.Service
+	Identity  *identity.Service
+	Store     store.Store
+	Hasher    *token.Hasher
+	Templates *web.Templates
+	Secure    bool // Secure cookies (the issuer is https)
+	Now       func() time.Time
+	Log       *slog.Logger
+
+	SessionLifetime time.Duration // default 12 h
+}
+
+const pageCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
+
+func (p *Pages) sessionLifetime() time.Duration {
+	if p.SessionLifetime > 0 {
+		return p.SessionLifetime
+	}
+	return 12 * time.Hour
+}
+
+// Session returns the browser's logged-in session, if any (oauth.Pages).
+func (p *Pages) Session(r *http.Request) (store.Session, bool) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || len(c.Value) > 128 {
+		return store.Session{}, false
+	}
+	s, err := p.Store.GetSession(r.Context(), p.Hasher.HashOf(token.Session, c.Value))
+	if err != nil || !p.Now().Before(s.ExpiresAt) {
+		return store.Session{}, false
+	}
+	return s, true
+}
+
+// NeedsInteraction (oauth.Pages): a page is needed when the client asks for
+// consent. Persistent consent and step-up levels come with the scopes issue.
+func (p *Pages) NeedsInteraction(ctx context.Context, client store.Client, ar *oauth.AuthorizeRequest, s store.Session) (bool, error) {
+	return client.ConsentRequired, nil
+}
+
+type pageData struct {
+	Lang        string
+	T           map[string]string
+	Action      string
+	CSRF        string
+	Request     string
+	ClientName  string
+	Email       string
+	Error       string
+	Message     string
+	PersonEmail string
+	Scopes      []scopeView
+	UserCode    string
+	Confirm     bool
+	Status      string
+}
+
+type scopeView struct{ Name, Description string }
+
+func (p *Pages) render(w http.ResponseWriter, status int, page string, d *pageData) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if err := p.Templates.Render(w, page, d); err != nil {
+		p.Log.Error("render page", "page", page, "err", err)
+	}
+}
+
+// ErrorPage shows msg (oauth.Pages).
+func (p *Pages) ErrorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	t, lang := Messages(r.URL.Query().Get("language"))
+	p.render(w, status, "error.html", &pageData{Lang: lang, T: t, Message: msg})
+}
+
+// csrfToken binds a form to the browser (its lk_csrf cookie) and to one
+// purpose (the pending request), so a cross-site form post cannot forge it.
+func (p *Pages) csrfToken(w http.ResponseWriter, r *http.Request, purpose string) string {
+	c, err := r.Cookie(csrfCookie)
+	seed := ""
+	if err == nil && len(c.Value) >= 32 && len(c.Value) <= 64 {
+		seed = c.Value
+	} else {
+		seed = token.Random(32)
+		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: seed, Path: "/", HttpOnly: true,
+			Secure: p.Secure, SameSite: http.SameSiteLaxMode})
+	}
+	return base64.RawURLEncoding.EncodeToString(p.Hasher.Hash("csrf", seed+"|"+purpose))
+}
+
+func (p *Pages) checkCSRF(r *http.Request, purpose string) bool {
+	c, err := r.Cookie(csrfCookie)
+	if err != nil {
+		return false
+	}
+	want := base64.RawURLEncoding.EncodeToString(p.Hasher.Hash("csrf", c.Value+"|"+purpose))
+	got := r.PostForm.Get("csrf_token")
+	return subtle.ConstantTimeCompare([]byte(want), []byte(got)) == 1
+}
+
+// LoginPage is GET /login?request=ID.
+func (p *Pages) LoginPage(w http.ResponseWriter, r *http.Request) error {
+	id := r.URL.Query().Get("request")
+	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
+	if err != nil {
+		return p.requestError(w, r, err)
+	}
+	if sess, ok := p.Session(r); ok {
+		return p.next(w, r, id, ar, client, sess)
+	}
+	t, lang := Messages(ar.Language)
+	p.render(w, http.StatusOK, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
+		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client)})
+	return nil
+}
+
+// Login is POST /login.
+func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
+	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
+		p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return nil
+	}
+	id := r.PostForm.Get("request")
+	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
+	if err != nil {
+		return p.requestError(w, r, err)
+	}
+	t, lang := Messages(ar.Language)
+	if !p.checkCSRF(r, id) {
+		p.render(w, http.StatusForbidden, "error.html", &pageData{Lang: lang, T: t, Message: t["error.csrf"]})
+		return nil
+	}
+	email := r.PostForm.Get("email")
+	person, err := p.Identity.CheckPassword(r.Context(), r, email, r.PostForm.Get("password"))
+	if err != nil {
+		var he *httpx.Error
+		if !errors.As(err, &he) {
+			return err
+		}
+		p.render(w, he.Status, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
+			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Email: email, Error: he.Description})
+		return nil
+	}
+	sess, err := p.startSession(w, r, person)
+	if err != nil {
+		return err
+	}
+	return p.next(w, r, id, ar, client, sess)
+}
+
+// startSession creates a fresh session (a new value at every login: no
+// session fixation) and sets its cookie.
+func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, person store.Person) (store.Session, error) {
+	value, hash := p.Hasher.Mint(token.Session)
+	now := p.Now().UTC()
+	s := store.Session{Hash: hash, PersonID: person.ID, AuthLevel: oauth.PasswordAuthLevel, AMR: []string{"DEFAULT"},
+		AuthTime: now, ExpiresAt: now.Add(p.sessionLifetime())}
+	if err := p.Store.CreateSession(r.Context(), s); err != nil {
+		return store.Session{}, err
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", HttpOnly: true, Secure: p.Secure,
+		SameSite: http.SameSiteLaxMode, Expires: s.ExpiresAt})
+	return s, nil
+}
+
+// next moves a logged-in person on: to the consent page, or straight back to
+// the client with a code.
+func (p *Pages) next(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client, sess store.Session) error {
+	need, err := p.NeedsInteraction(r.Context(), client, ar, sess)
+	if err != nil {
+		return err
+	}
+	if need {
+		http.Redirect(w, r, PathConsent+"?request="+url.QueryEscape(id), http.StatusSeeOther)
+		return nil
+	}
+	return p.complete(w, r, id, ar, client, sess)
+}
+
+func (p *Pages) complete(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client, sess store.Session) error {
+	to, err := p.OAuth.Complete(r.Context(), r, client, ar, sess)
+	if err != nil {
+		return err
+	}
+	if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
+		return err
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// PathConsent is the consent page.
+const PathConsent = "/consent"
+
+// ConsentPage is GET /consent?request=ID.
+func (p *Pages) ConsentPage(w http.ResponseWriter, r *http.Request) error {
+	id := r.URL.Query().Get("request")
+	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
+	if err != nil {
+		return p.requestError(w, r, err)
+	}
+	sess, ok := p.Session(r)
+	if !ok {
+		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(id), http.StatusSeeOther)
+		return nil
+	}
+	person, err := p.Store.GetPerson(r.Context(), sess.PersonID)
+	if err != nil {
+		return err
+	}
+	t, lang := Messages(ar.Language)
+	scopes := make([]scopeView, len(ar.Scopes))
+	for i, s := range ar.Scopes {
+		scopes[i] = scopeView{Name: s}
+	}
+	p.render(w, http.StatusOK, "consent.html", &pageData{Lang: lang, T: t, Action: PathConsent, Request: id,
+		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), PersonEmail: person.Email, Scopes: scopes})
+	return nil
+}
+
+// Consent is POST /consent: allow issues the code, deny answers access_denied.
+func (p *Pages) Consent(w http.ResponseWriter, r *http.Request) error {
+	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
+		p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return nil
+	}
+	id := r.PostForm.Get("request")
+	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
+	if err != nil {
+		return p.requestError(w, r, err)
+	}
+	t, lang := Messages(ar.Language)
+	if !p.checkCSRF(r, id) {
+		p.render(w, http.StatusForbidden, "error.html", &pageData{Lang: lang, T: t, Message: t["error.csrf"]})
+		return nil
+	}
+	sess, ok := p.Session(r)
+	if !ok {
+		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(id), http.StatusSeeOther)
+		return nil
+	}
+	switch r.PostForm.Get("decision") {
+	case "allow":
+		return p.complete(w, r, id, ar, client, sess)
+	case "deny":
+		to := p.OAuth.DenyRedirect(r.Context(), r, client, ar, sess.PersonID)
+		if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
+			return err
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
+		return nil
+	default:
+		p.render(w, http.StatusBadRequest, "error.html", &pageData{Lang: lang, T: t, Message: "Choose allow or deny."})
+		return nil
+	}
+}
+
+func (p *Pages) requestError(w http.ResponseWriter, r *http.Request, err error) error {
+	if errors.Is(err, oauth.ErrRequestGone) {
+		t, lang := Messages(r.URL.Query().Get("language"))
+		p.render(w, http.StatusBadRequest, "error.html", &pageData{Lang: lang, T: t, Message: t["error.expired"]})
+		return nil
+	}
+	return err
+}
+
+func displayName(c store.Client) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.ID
+}
+
+// ServerErrorPage is the httpx.Style of the hosted pages: errors become an
+// error page, never a JSON body or a stack trace.
+func (p *Pages) ServerErrorPage(w http.ResponseWriter, e *httpx.Error) {
+	t, lang := Messages("")
+	msg := e.Description
+	if e.Status >= 500 {
+		msg = "The service could not handle the request. Try again in a moment."
+	}
+	p.render(w, e.Status, "error.html", &pageData{Lang: lang, T: t, Message: msg})
+}

@@ -1,0 +1,228 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// Pages is what the authorization endpoint needs from the hosted pages.
+type Pages interface {
+	// Session returns the logged-in session of the browser, if any.
+	Session(r *http.Request) (store.Session, bool)
+	// NeedsInteraction reports whether the person must see a page (login,
+	// step-up or consent) before the request can complete.
+	NeedsInteraction(ctx context.Context, client store.Client, ar *AuthorizeRequest, s store.Session) (bool, error)
+	// ErrorPage shows an error that cannot be redirected to the client.
+	ErrorPage(w http.ResponseWriter, r *http.Request, status int, msg string)
+}
+
+// Authorize is GET /oauth/authorize (RFC 6749 section 4.1.1).
+func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	q := r.URL.Query()
+	clientID := q.Get("client_id")
+	if clientID == "" || len(q["client_id"]) > 1 {
+		s.record(ctx, s.Store, r, events.OAuth{Type: events.AuthzRequestInvalidClient})
+		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The request names no client, so it cannot go back to the application.")
+		return nil
+	}
+	client, err := s.Store.GetClient(ctx, clientID)
+	if errors.Is(err, store.ErrNotFound) {
+		s.record(ctx, s.Store, r, events.OAuth{Type: events.AuthzRequestInvalidClient, ClientID: truncateID(clientID)})
+		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The application that sent you here is not known.")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ar, aerr := ParseAuthorizeRequest(client, q)
+	if aerr != nil {
+		s.record(ctx, s.Store, r, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		if !aerr.Redirect {
+			s.Pages.ErrorPage(w, r, http.StatusBadRequest, aerr.Description)
+			return nil
+		}
+		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
+		return nil
+	}
+	// A logged-in person who needs no page gets the code at once.
+	if sess, ok := s.Pages.Session(r); ok {
+		need, err := s.Pages.NeedsInteraction(ctx, client, ar, sess)
+		if err != nil {
+			return err
+		}
+		if !need {
+			to, err := s.Complete(ctx, r, client, ar, sess)
+			if err != nil {
+				return err
+			}
+			http.Redirect(w, r, to, http.StatusFound)
+			return nil
+		}
+	}
+	id, err := s.SaveRequest(ctx, ar)
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, PathLogin+"?request="+url.QueryEscape(id), http.StatusFound)
+	return nil
+}
+
+func truncateID(s string) string {
+	if len(s) > 255 {
+		return s[:255]
+	}
+	return s
+}
+
+// SaveRequest keeps a validated request until the person has logged in and
+// consented, and returns its ID (random, unguessable: it is in page URLs).
+func (s *Service) SaveRequest(ctx context.Context, ar *AuthorizeRequest) (string, error) {
+	data, err := json.Marshal(ar)
+	if err != nil {
+		return "", err
+	}
+	now := s.Now().UTC()
+	id := token.Random(24)
+	err = s.Store.CreateAuthRequest(ctx, store.AuthRequest{
+		ID: id, ClientID: ar.ClientID, Data: data, CreatedAt: now, ExpiresAt: now.Add(s.authRequestLifetime()),
+	})
+	return id, err
+}
+
+// ErrRequestGone: the pending request is unknown, used or expired.
+var ErrRequestGone = errors.New("oauth: authorization request unknown or expired")
+
+// LoadRequest returns a pending request and its client.
+func (s *Service) LoadRequest(ctx context.Context, id string) (*AuthorizeRequest, store.Client, error) {
+	if id == "" || len(id) > 64 {
+		return nil, store.Client{}, ErrRequestGone
+	}
+	pr, err := s.Store.GetAuthRequest(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, store.Client{}, ErrRequestGone
+	}
+	if err != nil {
+		return nil, store.Client{}, err
+	}
+	if !s.Now().Before(pr.ExpiresAt) {
+		return nil, store.Client{}, ErrRequestGone
+	}
+	var ar AuthorizeRequest
+	if err := json.Unmarshal(pr.Data, &ar); err != nil {
+		return nil, store.Client{}, err
+	}
+	client, err := s.Store.GetClient(ctx, ar.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, store.Client{}, ErrRequestGone
+	}
+	return &ar, client, err
+}
+
+// FinishRequest forgets a pending request once it has been answered.
+func (s *Service) FinishRequest(ctx context.Context, id string) error {
+	err := s.Store.DeleteAuthRequest(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Complete issues the authorization code (or, for the deprecated implicit
+// flow, the access token) for an approved request, records it, and returns
+// the URL to send the browser to.
+func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, sess store.Session) (string, error) {
+	data, err := json.Marshal(grantData{HookParams: ar.HookParams, Language: ar.Language, IDP: ar.IDP})
+	if err != nil {
+		return "", err
+	}
+	now := s.Now().UTC()
+	if ar.ResponseType == "token" {
+		return s.completeImplicit(ctx, r, client, ar, sess, data)
+	}
+	code, hash := s.Hasher.Mint(token.AuthCode)
+	redirect := ""
+	if ar.RedirectURISent {
+		redirect = ar.RedirectURI
+	}
+	err = s.Store.Tx(ctx, func(tx store.Store) error {
+		if err := tx.CreateAuthCode(ctx, store.AuthCode{
+			Hash: hash, ClientID: client.ID, Subject: sess.PersonID, RedirectURI: redirect, Scopes: ar.Scopes,
+			CodeChallenge: ar.CodeChallenge, CodeChallengeMethod: ar.CodeChallengeMethod,
+			AuthLevel: sess.AuthLevel, AMR: sess.AMR, Data: data, IssuedAt: now, ExpiresAt: now.Add(s.codeLifetime()),
+		}); err != nil {
+			return err
+		}
+		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.AuthzRequestGrantCreated,
+			ClientID: client.ID, AppName: client.Name, UserID: sess.PersonID})
+	})
+	if err != nil {
+		return "", err
+	}
+	v := url.Values{"code": {code}, "iss": {s.Issuer}} // iss: RFC 9207 mix-up defence
+	if ar.State != "" {
+		v.Set("state", ar.State)
+	}
+	return addQuery(ar.RedirectURI, v), nil
+}
+
+func (s *Service) completeImplicit(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, sess store.Session, data []byte) (string, error) {
+	var resp *TokenResponse
+	err := s.Store.Tx(ctx, func(tx store.Store) error {
+		var err error
+		resp, _, err = s.mint(ctx, tx, issue{client: client, subject: sess.PersonID, scopes: ar.Scopes,
+			requested: ar.Scopes, authLevel: sess.AuthLevel, amr: sess.AMR, data: data})
+		if err != nil {
+			return err
+		}
+		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.AuthzRequestTokenCreated,
+			ClientID: client.ID, AppName: client.Name, UserID: sess.PersonID})
+	})
+	if err != nil {
+		return "", err
+	}
+	v := url.Values{"access_token": {resp.AccessToken}, "token_type": {resp.TokenType},
+		"expires_in": {strconv.FormatInt(resp.ExpiresIn, 10)}, "scope": {joinScopes(ar.Scopes)}}
+	if ar.State != "" {
+		v.Set("state", ar.State)
+	}
+	return ar.RedirectURI + "#" + v.Encode(), nil
+}
+
+// ErrorRedirect is the redirect of RFC 6749 section 4.1.2.1 for aerr.
+func (s *Service) ErrorRedirect(ar *AuthorizeRequest, aerr *AuthorizeError) string {
+	v := url.Values{"error": {aerr.Code}, "error_description": {aerr.Description}, "iss": {s.Issuer}}
+	if aerr.State != "" {
+		v.Set("state", aerr.State)
+	}
+	if aerr.Fragment || ar != nil && ar.ResponseType == "token" {
+		return aerr.RedirectURI + "#" + v.Encode()
+	}
+	return addQuery(aerr.RedirectURI, v)
+}
+
+// DenyRedirect answers access_denied to the client (the person said no).
+func (s *Service) DenyRedirect(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, personID string) string {
+	s.record(ctx, s.Store, r, events.OAuth{Type: events.AuthzRequestDenied, ClientID: client.ID, AppName: client.Name, UserID: personID})
+	return s.ErrorRedirect(ar, &AuthorizeError{Code: ErrAccessDenied, Description: "The person denied the request.",
+		Redirect: true, RedirectURI: ar.RedirectURI, State: ar.State})
+}
+
+// addQuery appends v to a redirect URI that may already have a query
+// (RFC 6749 section 3.1.2: the query component must be retained).
+func addQuery(uri string, v url.Values) string {
+	sep := "?"
+	if strings.Contains(uri, "?") {
+		sep = "&"
+	}
+	return uri + sep + v.Encode()
+}

@@ -1,0 +1,47 @@
+package oauth
+
+import (
+	"net/http"
+
+	"github.com/latchkey/latchkey/internal/httpx"
+)
+
+// Metadata is RFC 8414 authorization server metadata: only what latchkey
+// actually supports.
+type Metadata struct {
+	Issuer                            string   `json:"issuer"`
+	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
+	TokenEndpoint                     string   `json:"token_endpoint"`
+	RevocationEndpoint                string   `json:"revocation_endpoint"`
+	ResponseTypesSupported            []string `json:"response_types_supported"`
+	ResponseModesSupported            []string `json:"response_modes_supported"`
+	GrantTypesSupported               []string `json:"grant_types_supported"`
+	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
+	TokenEndpointAuthSigningAlgs      []string `json:"token_endpoint_auth_signing_alg_values_supported"`
+	RevocationEndpointAuthMethods     []string `json:"revocation_endpoint_auth_methods_supported"`
+	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
+	AuthorizationResponseIssParam     bool     `json:"authorization_response_iss_parameter_supported"`
+}
+
+// SigningAlgs are the JWS algorithms accepted for private_key_jwt (no "none", no HMAC).
+var SigningAlgs = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// Metadata answers GET /.well-known/oauth-authorization-server.
+func (s *Service) Metadata(w http.ResponseWriter, r *http.Request) {
+	methods := []string{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"}
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	httpx.WriteJSON(w, http.StatusOK, Metadata{
+		Issuer:                            s.Issuer,
+		AuthorizationEndpoint:             s.Issuer + PathAuthorize,
+		TokenEndpoint:                     s.Issuer + PathToken,
+		RevocationEndpoint:                s.Issuer + PathRevoke,
+		ResponseTypesSupported:            []string{"code", "token"},
+		ResponseModesSupported:            []string{"query", "fragment"},
+		GrantTypesSupported:               []string{"authorization_code", "client_credentials", "refresh_token", "password"},
+		TokenEndpointAuthMethodsSupported: methods,
+		TokenEndpointAuthSigningAlgs:      SigningAlgs,
+		RevocationEndpointAuthMethods:     methods,
+		CodeChallengeMethodsSupported:     []string{"S256", "plain"},
+		AuthorizationResponseIssParam:     true,
+	})
+}

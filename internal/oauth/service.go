@@ -1,0 +1,245 @@
+// Package oauth implements the OAuth 2.0 endpoints: authorization (code with
+// PKCE), token (authorization code, client credentials, refresh, password),
+// revocation (RFC 7009) and metadata (RFC 8414). Handlers parse and write;
+// the rules live in methods that tests call without HTTP.
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/clientauth"
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// ClientAuthenticator authenticates the client of a token, revocation or
+// introspection request.
+type ClientAuthenticator interface {
+	Authenticate(r *http.Request, endpoint string) (store.Client, clientauth.Method, error)
+}
+
+// PasswordChecker checks a person's credentials (the deprecated password grant).
+type PasswordChecker interface {
+	CheckPassword(ctx context.Context, r *http.Request, email, password string) (store.Person, error)
+}
+
+// Service holds the OAuth rules and their dependencies.
+type Service struct {
+	Store     store.Store
+	Hasher    *token.Hasher
+	Clients   ClientAuthenticator
+	Passwords PasswordChecker // nil: the password grant is refused
+	Pages     Pages           // the hosted pages: sessions, consent, error page
+	Events    *events.Recorder
+	Issuer    string
+	Now       func() time.Time
+	Log       *slog.Logger
+
+	CodeLifetime        time.Duration // default 60 s
+	AuthRequestLifetime time.Duration // how long a person has to log in and consent; default 30 min
+}
+
+func (s *Service) codeLifetime() time.Duration {
+	if s.CodeLifetime > 0 {
+		return s.CodeLifetime
+	}
+	return 60 * time.Second
+}
+
+func (s *Service) authRequestLifetime() time.Duration {
+	if s.AuthRequestLifetime > 0 {
+		return s.AuthRequestLifetime
+	}
+	return 30 * time.Minute
+}
+
+// Endpoint paths, relative to the issuer.
+const (
+	PathAuthorize  = "/oauth/authorize"
+	PathToken      = "/oauth/token"
+	PathRevoke     = "/oauth/revoke"
+	PathIntrospect = "/oauth/api/v2/token/introspect"
+	PathDevice     = "/oauth/device_authorization"
+	PathLogin      = "/login"
+)
+
+// oauthError is an RFC 6749 section 5.2 error; event is the type recorded for it.
+func oauthError(status int, code, desc string) *httpx.Error {
+	return &httpx.Error{Status: status, Code: code, Description: desc}
+}
+
+func badRequest(code, desc string) *httpx.Error { return oauthError(http.StatusBadRequest, code, desc) }
+
+// clientError turns a client authentication failure into the RFC 6749
+// answer: 401 invalid_client (with a Basic challenge when Basic was tried)
+// or 400 invalid_request.
+func clientError(err error) error {
+	var ce *clientauth.Error
+	if !errors.As(err, &ce) {
+		return err // store trouble: a 500, logged
+	}
+	he := &httpx.Error{Status: ce.Status(), Code: ce.Code, Description: ce.Description, Cause: ce.Cause}
+	if ce.Basic || ce.Status() == http.StatusUnauthorized {
+		he.Header = map[string]string{"WWW-Authenticate": `Basic realm="latchkey"`}
+	}
+	return he
+}
+
+// TokenResponse is the spec's token response (RFC 6749 section 5.1).
+type TokenResponse struct {
+	TokenType    string `json:"token_type"`
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token,omitempty"`
+	ExpiresIn    int64  `json:"expires_in"`
+	ProfileID    string `json:"profile_id"`
+	Scope        string `json:"scope,omitempty"`
+}
+
+// grantData is the flow data a grant keeps (store.Grant.Data).
+type grantData struct {
+	HookParams map[string][]string `json:"hook_context_custom_params,omitempty"`
+	Language   string              `json:"language,omitempty"`
+	IDP        string              `json:"idp,omitempty"`
+}
+
+// issue is one issuance: a new grant (when grant is nil) or a new token pair
+// of an existing grant.
+type issue struct {
+	client    store.Client
+	subject   string
+	scopes    []string
+	authLevel int
+	amr       []string
+	data      []byte
+	refresh   bool // issue a refresh token
+	grant     *store.Grant
+	requested []string // scopes the request named, to decide whether to echo scope
+}
+
+// mint writes the grant and tokens of is through st (a transaction) and
+// returns the response.
+func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenResponse, store.Grant, error) {
+	now := s.Now().UTC()
+	g := store.Grant{}
+	if is.grant != nil {
+		g = *is.grant
+	} else {
+		g = store.Grant{
+			ID:        token.Random(16),
+			ClientID:  is.client.ID,
+			Subject:   is.subject,
+			Scopes:    is.scopes,
+			AuthLevel: is.authLevel,
+			AMR:       is.amr,
+			Data:      is.data,
+			CreatedAt: now,
+		}
+		// The grant (and so every refresh token of it) ends at the maximum
+		// refresh validity, counted from the first token: rotation never
+		// extends a grant.
+		if is.refresh {
+			g.ExpiresAt = now.Add(is.client.RefreshTokenLifetime)
+		} else {
+			g.ExpiresAt = now.Add(is.client.AccessTokenLifetime)
+		}
+		if err := st.CreateGrant(ctx, g); err != nil {
+			return nil, g, err
+		}
+	}
+	access, accessHash := s.Hasher.Mint(token.AccessToken)
+	exp := now.Add(is.client.AccessTokenLifetime)
+	if err := st.CreateToken(ctx, store.Token{
+		Hash: accessHash, Kind: store.KindAccess, GrantID: g.ID, ClientID: is.client.ID,
+		Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: exp,
+	}); err != nil {
+		return nil, g, err
+	}
+	resp := &TokenResponse{
+		TokenType:   "bearer",
+		AccessToken: access,
+		ExpiresIn:   int64(is.client.AccessTokenLifetime / time.Second),
+		ProfileID:   s.profileID(is.client, g.Subject),
+	}
+	if is.refresh {
+		refresh, refreshHash := s.Hasher.Mint(token.RefreshToken)
+		rexp := now.Add(is.client.RefreshTokenLifetime)
+		if rexp.After(g.ExpiresAt) {
+			rexp = g.ExpiresAt
+		}
+		if err := st.CreateToken(ctx, store.Token{
+			Hash: refreshHash, Kind: store.KindRefresh, GrantID: g.ID, ClientID: is.client.ID,
+			Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: rexp,
+		}); err != nil {
+			return nil, g, err
+		}
+		resp.RefreshToken = refresh
+	}
+	// RFC 6749 section 5.1: scope is required in the answer when it differs from the request.
+	if !slices.Equal(is.requested, is.scopes) {
+		resp.Scope = joinScopes(is.scopes)
+	}
+	return resp, g, nil
+}
+
+// profileID is "static" for clients that are not mobile app instances
+// (shared/spec/NOTES.md); a mobile app instance gets a stable 6-character
+// profile of the person on that app.
+func (s *Service) profileID(c store.Client, subject string) string {
+	if c.AppIdentifier == "" {
+		return "static"
+	}
+	sum := s.Hasher.Hash("profile_id", c.ID+"\x00"+subject)
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	out := make([]byte, 6)
+	for i := range out {
+		out[i] = alphabet[int(sum[i])%len(alphabet)]
+	}
+	return string(out)
+}
+
+func joinScopes(s []string) string {
+	b := make([]byte, 0, 64)
+	for i, v := range s {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, v...)
+	}
+	return string(b)
+}
+
+func allowsGrant(c store.Client, g string) bool { return slices.Contains(c.GrantTypes, g) }
+
+func isPublic(c store.Client) bool { return c.TokenEndpointAuthMethod == config.AuthNone }
+
+// writeToken answers a token response with the headers the spec requires.
+func writeToken(w http.ResponseWriter, resp *TokenResponse) error {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json;charset=UTF-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(b)
+	return err
+}
+
+// record appends an OAuth event; a failure to record is logged, and for
+// events that must be durable the caller records inside its transaction.
+func (s *Service) record(ctx context.Context, st store.Events, r *http.Request, e events.OAuth) {
+	if err := s.Events.RecordOAuth(ctx, st, r, e); err != nil {
+		s.Log.ErrorContext(ctx, "record event", "type", e.Type, "err", err)
+	}
+}

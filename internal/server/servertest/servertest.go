@@ -1,0 +1,108 @@
+// Package servertest starts a whole latchkey server for tests, on a real
+// store (SQLite in a temporary folder, or a throwaway PostgreSQL database).
+package servertest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/postgres"
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+	"github.com/latchkey/latchkey/internal/store/sqlite"
+)
+
+// Backends are the store backends a test can run on.
+var Backends = []string{"sqlite", "postgres"}
+
+// Clock is a settable clock for tests.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock starts at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// Server is a running test server.
+type Server struct {
+	*httptest.Server
+	Store store.Store
+	Log   *bytes.Buffer // everything the server logged
+	Clock *Clock
+}
+
+// Options configure Start.
+type Options struct {
+	Backend string // "sqlite" (default) or "postgres"
+	Clock   *Clock // nil: wall clock
+}
+
+// lockedBuffer lets the race detector see concurrent log writes as safe.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// Start runs a server for cfg until the test ends. The issuer is set to the
+// test server's URL.
+func Start(t testing.TB, cfg *config.Config, opts Options) *Server {
+	t.Helper()
+	ctx := context.Background()
+	var st store.Store
+	var err error
+	switch opts.Backend {
+	case "", "sqlite":
+		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "latchkey.db"))
+	case "postgres":
+		st, err = postgres.Open(ctx, pgtest.NewDatabase(t))
+	default:
+		t.Fatalf("unknown backend %q", opts.Backend)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+
+	ts := httptest.NewUnstartedServer(nil)
+	cfg.Issuer = "http://" + ts.Listener.Addr().String()
+	cfg.Listen = ts.Listener.Addr().String()
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	buf := &bytes.Buffer{}
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(&lockedBuffer{buf: buf}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var now func() time.Time
+	if opts.Clock != nil {
+		now = opts.Clock.Now
+	}
+	srv, err := server.New(ctx, cfg, st, logger, bytes.Repeat([]byte{42}, 32), server.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return &Server{Server: ts, Store: st, Log: buf, Clock: opts.Clock}
+}
