@@ -88,10 +88,10 @@ func NeedsRehash(phc string) bool {
 }
 
 type argonParams struct {
-	memory      uint32
-	time        uint32
-	threads     uint8
-	salt, key   []byte
+	memory    uint32
+	time      uint32
+	threads   uint8
+	salt, key []byte
 }
 
 func parseArgon2id(phc string) (argonParams, bool) {
