@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
@@ -103,51 +104,19 @@ func (s *Service) exchangeCode(r *http.Request, client store.Client, form map[st
 	}
 	hash := s.Hasher.HashOf(token.AuthCode, code)
 	now := s.Now().UTC()
-	invalid := func(event, desc string) error {
-		return &refusal{event: event, err: badRequest(ErrInvalidGrant, desc)}
-	}
 	var resp *TokenResponse
 	var subject string
+	var refused *refusal
 	err := s.Store.Tx(ctx, func(tx store.Store) error {
-		// Using the code first makes it single-use whatever happens next:
-		// a failed exchange burns it (RFC 6749 section 4.1.2: one use only).
-		c, err := tx.UseAuthCode(ctx, hash, now)
-		switch {
-		case errors.Is(err, store.ErrConflict):
-			return errCodeReplay{grantID: c.GrantID}
-		case errors.Is(err, store.ErrNotFound):
-			return invalid(events.TokenRequestInvalidGrant, "The authorization code is invalid.")
-		case err != nil:
-			return err
+		err := s.exchange(r, tx, client, form, hash, now, &resp, &subject)
+		if errors.As(err, &refused) {
+			return nil // commit: the failed exchange still burns the code
 		}
-		subject = c.Subject
-		switch {
-		case c.ClientID != client.ID:
-			return invalid(events.TokenRequestInvalidGrant, "The authorization code was issued to another client.")
-		case !now.Before(c.ExpiresAt):
-			return invalid(events.TokenRequestInvalidGrant, "The authorization code has expired.")
-		case c.RedirectURI != "" && form["redirect_uri"] != c.RedirectURI:
-			// RFC 6749 section 4.1.3: required and identical when the authorization request sent it.
-			return invalid(events.TokenRequestInvalidRedirectURI, "The redirect_uri does not match the authorization request.")
-		}
-		if desc := checkVerifier(c, form["code_verifier"]); desc != "" {
-			return invalid(events.TokenRequestInvalidPKCEVerifier, desc)
-		}
-		var g store.Grant
-		resp, g, err = s.mint(ctx, tx, issue{
-			client: client, subject: c.Subject, scopes: c.Scopes, requested: c.Scopes,
-			authLevel: c.AuthLevel, amr: c.AMR, data: c.Data,
-			refresh: allowsGrant(client, config.GrantRefreshToken),
-		})
-		if err != nil {
-			return err
-		}
-		if err := tx.SetAuthCodeGrant(ctx, hash, g.ID); err != nil {
-			return err
-		}
-		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.TokenRequestAccessTokenCreated,
-			ClientID: client.ID, AppName: client.Name, UserID: c.Subject, TransactionID: g.ID})
+		return err
 	})
+	if err == nil && refused != nil {
+		err = refused
+	}
 	var replay errCodeReplay
 	var ref *refusal
 	switch {
@@ -168,6 +137,53 @@ func (s *Service) exchangeCode(r *http.Request, client store.Client, form map[st
 		return nil, err
 	}
 	return resp, nil
+}
+
+// exchange is the body of the code exchange, inside its transaction.
+func (s *Service) exchange(r *http.Request, tx store.Store, client store.Client, form map[string]string, hash []byte,
+	now time.Time, resp **TokenResponse, subject *string) error {
+	ctx := r.Context()
+	invalid := func(event, desc string) error {
+		return &refusal{event: event, err: badRequest(ErrInvalidGrant, desc)}
+	}
+	// Using the code first makes it single-use whatever happens next:
+	// a failed exchange burns it (RFC 6749 section 4.1.2: one use only).
+	c, err := tx.UseAuthCode(ctx, hash, now)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return errCodeReplay{grantID: c.GrantID}
+	case errors.Is(err, store.ErrNotFound):
+		return invalid(events.TokenRequestInvalidGrant, "The authorization code is invalid.")
+	case err != nil:
+		return err
+	}
+	*subject = c.Subject
+	switch {
+	case c.ClientID != client.ID:
+		return invalid(events.TokenRequestInvalidGrant, "The authorization code was issued to another client.")
+	case !now.Before(c.ExpiresAt):
+		return invalid(events.TokenRequestInvalidGrant, "The authorization code has expired.")
+	case c.RedirectURI != "" && form["redirect_uri"] != c.RedirectURI:
+		// RFC 6749 section 4.1.3: required and identical when the authorization request sent it.
+		return invalid(events.TokenRequestInvalidRedirectURI, "The redirect_uri does not match the authorization request.")
+	}
+	if desc := checkVerifier(c, form["code_verifier"]); desc != "" {
+		return invalid(events.TokenRequestInvalidPKCEVerifier, desc)
+	}
+	var g store.Grant
+	*resp, g, err = s.mint(ctx, tx, issue{
+		client: client, subject: c.Subject, scopes: c.Scopes, requested: c.Scopes,
+		authLevel: c.AuthLevel, amr: c.AMR, data: c.Data,
+		refresh: allowsGrant(client, config.GrantRefreshToken),
+	})
+	if err != nil {
+		return err
+	}
+	if err := tx.SetAuthCodeGrant(ctx, hash, g.ID); err != nil {
+		return err
+	}
+	return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.TokenRequestAccessTokenCreated,
+		ClientID: client.ID, AppName: client.Name, UserID: c.Subject, TransactionID: g.ID})
 }
 
 // refusal is a refused request and the event type recorded for it.
