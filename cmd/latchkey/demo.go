@@ -72,7 +72,7 @@ func (b *demoBanner) print(w io.Writer, issuer string) {
 		"redirect_uri":          {b.redirect},
 		"scope":                 {"read"},
 		"state":                 {"demo-state"},
-		"code_challenge":        {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"},
+		"code_challenge":        {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, // S256 of login.DemoVerifier
 		"code_challenge_method": {"S256"},
 	}
 	fmt.Fprintf(w, `
@@ -84,7 +84,7 @@ latchkey demo data (secrets are new at every start):
 Get a token (client credentials):
   curl -s -u %s:%s -d grant_type=client_credentials -d scope=read %s/oauth/token
 
-Sign in as the person (authorization code with PKCE; code_verifier dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk):
+Sign in as the person (authorization code with PKCE), then follow the page you land on:
   %s/oauth/authorize?%s
 
 `, demoConfidentialID, b.secret, demoPublicID, demoPersonEmail, b.password,

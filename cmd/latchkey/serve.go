@@ -52,7 +52,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer st.Close()
 
-	srv, err := server.New(ctx, cfg, st, logger, key, server.Options{})
+	srv, err := server.New(ctx, cfg, st, logger, key, server.Options{Demo: *demo})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /consent", page(s.pages.ConsentPage))
 	mux.Handle("POST /consent", page(s.pages.Consent))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(web.Static())))
+	if s.demo {
+		mux.Handle("GET /demo/callback", s.pages.DemoCallback(s.cfg.Issuer))
+	}
 
 	// Operations (OPERATOR.md, "Well-known paths").
 	mux.HandleFunc("GET /health/alive", s.alive)

@@ -32,6 +32,7 @@ type Server struct {
 	metrics *metrics
 	now     func() time.Time
 	handler http.Handler
+	demo    bool
 
 	clients  *clientauth.Authenticator
 	apiUsers *clientauth.BasicUsers // HTTP basic for the basic_auth APIs
@@ -42,7 +43,8 @@ type Server struct {
 
 // Options changes what New builds; the zero value is production.
 type Options struct {
-	Now func() time.Time // the clock; time.Now when nil
+	Now  func() time.Time // the clock; time.Now when nil
+	Demo bool             // serve --demo: also serve the demo client's redirect page
 }
 
 // New builds a Server on an opened, migrated store, and writes the static
@@ -63,6 +65,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		secrets: h,
 		metrics: newMetrics(),
 		now:     now,
+		demo:    opts.Demo,
 	}
 	templates, err := web.Load(cfg.TemplatesDir)
 	if err != nil {
