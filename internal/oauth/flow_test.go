@@ -508,3 +508,113 @@ func TestMetadata(t *testing.T) {
 		t.Errorf("metadata %v", m)
 	}
 }
+
+func TestLoginFormNeedsItsCSRFToken(t *testing.T) {
+	s := servertest.Start(t, testConfig(), servertest.Options{})
+	b := browser(t, s)
+	cfg := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+	resp, err := b.Get(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := resp.Location()
+	page := get(t, b, loc.String()) // sets the CSRF cookie
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token on the login page")
+	}
+	request := loc.Query().Get("request")
+	for name, token := range map[string]string{"missing": "", "forged": "AAAA" + m[1][4:]} {
+		t.Run(name, func(t *testing.T) {
+			resp, err := b.PostForm(s.URL+"/login", url.Values{"csrf_token": {token}, "request": {request},
+				"email": {personEmail}, "password": {personPass}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("status %d, want 403", resp.StatusCode)
+			}
+			for _, c := range resp.Cookies() {
+				if c.Name == "lk_session" {
+					t.Error("a session was started without a valid CSRF token")
+				}
+			}
+		})
+	}
+	// A cross-site form post carries no lk_csrf cookie at all.
+	plain := &http.Client{Transport: s.Client().Transport, CheckRedirect: b.CheckRedirect}
+	resp, err = plain.PostForm(s.URL+"/login", url.Values{"csrf_token": {m[1]}, "request": {request},
+		"email": {personEmail}, "password": {personPass}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("post without the CSRF cookie: %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestSessionCookieAttributes(t *testing.T) {
+	s := servertest.Start(t, testConfig(), servertest.Options{})
+	b := browser(t, s)
+	resp, err := b.Get(s.URL + "/oauth/authorize?client_id=web&response_type=code&state=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := resp.Location()
+	m := csrfRE.FindStringSubmatch(get(t, b, loc.String()))
+	resp, err = b.PostForm(s.URL+"/login", url.Values{"csrf_token": {m[1]}, "request": {loc.Query().Get("request")},
+		"email": {personEmail}, "password": {personPass}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "lk_session" {
+			session = c
+		}
+	}
+	if session == nil {
+		t.Fatal("no session cookie after login")
+	}
+	if !strings.HasPrefix(session.Value, "lk_se_") || !session.HttpOnly || session.SameSite != http.SameSiteLaxMode ||
+		session.Secure || session.Path != "/" {
+		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Lax, not Secure on an http issuer", session)
+	}
+	// Logged in, and the client needs no consent: the next request gets its code at once.
+	resp, err = b.Get(s.URL + "/oauth/authorize?client_id=web&response_type=code&state=y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc, _ := resp.Location(); loc == nil || loc.Host != "app.example" || loc.Query().Get("code") == "" {
+		t.Errorf("want a code at once, got %v", loc)
+	}
+}
+
+func TestImplicitFlowOnlyForClientsThatListIt(t *testing.T) {
+	cfg := testConfig()
+	no := false
+	cfg.Clients = append(cfg.Clients, config.Client{ClientID: "legacy-spa", TokenEndpointAuthMethod: "none",
+		RedirectURIs: []string{redirect}, GrantTypes: []string{"implicit"}, Scopes: []string{"read"}, ConsentRequired: &no})
+	s := servertest.Start(t, cfg, servertest.Options{})
+	b := browser(t, s)
+	back := authorize(t, s, b, s.URL+"/oauth/authorize?client_id=legacy-spa&response_type=token&state=imp")
+	frag, _ := url.ParseQuery(back.Fragment)
+	if !strings.HasPrefix(frag.Get("access_token"), "lk_at_") || frag.Get("state") != "imp" || back.RawQuery != "" {
+		t.Errorf("implicit answer %s: want the token in the fragment", back)
+	}
+	resp, err := b.Get(s.URL + "/oauth/authorize?client_id=spa&response_type=token&state=imp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := resp.Location()
+	if frag, _ := url.ParseQuery(loc.Fragment); frag.Get("error") != "unauthorized_client" {
+		t.Errorf("implicit for a client that does not list it: %s", loc)
+	}
+}
