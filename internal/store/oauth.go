@@ -206,3 +206,30 @@ type Event struct {
 type Events interface {
 	AppendEvents(ctx context.Context, es ...Event) error
 }
+
+// Scope is a configured scope (the scopes API). Scopes that a client may
+// request but that are not configured behave as a Scope with its defaults.
+type Scope struct {
+	ID                         string
+	AuthenticationLevel        int
+	UsageLimit                 int
+	ServiceEndpoint            string // "" for none (answered as null)
+	VerificationFailedEndpoint string // "" for none
+	PersistentConsent          bool
+	Descriptions               map[string]string // locale -> text; nil for none
+	CreatedAt                  time.Time
+	UpdatedAt                  time.Time
+}
+
+// Scopes stores the scope configuration.
+type Scopes interface {
+	// CreateScope returns ErrConflict when the ID exists.
+	CreateScope(ctx context.Context, s Scope) error
+	GetScope(ctx context.Context, id string) (Scope, error)
+	// GetScopes returns the configured scopes among ids (unknown ids are left out).
+	GetScopes(ctx context.Context, ids []string) ([]Scope, error)
+	ListScopes(ctx context.Context) ([]Scope, error)
+	// ReplaceScope replaces every field but CreatedAt; ErrNotFound when absent.
+	ReplaceScope(ctx context.Context, s Scope) error
+	DeleteScope(ctx context.Context, id string) error
+}

@@ -75,6 +75,7 @@ type Store interface {
 	Consents
 	Throttle
 	Events
+	Scopes
 
 	// Tx runs fn inside one transaction: fn's Store sees and writes only
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.

@@ -37,6 +37,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"Throttle", testThrottle},
 		{"Events", testEvents},
 		{"DeleteExpired", testDeleteExpired},
+		{"Scopes", testScopes},
 		{"TxCommit", testTxCommit},
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
@@ -58,6 +59,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"ThrottleRace", testThrottleRace},
 		{"UpsertClientRace", testUpsertClientRace},
 		{"CreatePersonRace", testCreatePersonRace},
+		{"CreateScopeRace", testCreateScopeRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
