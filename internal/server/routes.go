@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/web"
 )
 
@@ -20,6 +21,14 @@ func (s *Server) routes(mux *http.ServeMux) {
 		mux.Handle("POST "+prefix+"/revoke", oauthAPI(s.oauth.Revoke))
 	}
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauth.Metadata)
+
+	// Scope configuration API (shared/spec/interface.md, "Scopes API").
+	scopeAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.APIStyle, fn) }
+	mux.Handle("GET "+scopes.Path, scopeAPI(s.scopes.List))
+	mux.Handle("POST "+scopes.Path, scopeAPI(s.scopes.Create))
+	mux.Handle("GET "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Get))
+	mux.Handle("PATCH "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Patch))
+	mux.Handle("DELETE "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Delete))
 
 	// Hosted pages.
 	mux.Handle("GET /login", page(s.pages.LoginPage))

@@ -18,6 +18,7 @@ import (
 	"github.com/latchkey/latchkey/internal/login"
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 	"github.com/latchkey/latchkey/web"
@@ -39,6 +40,7 @@ type Server struct {
 	identity *identity.Service
 	oauth    *oauth.Service
 	pages    *login.Pages
+	scopes   *scopes.API
 }
 
 // Options changes what New builds; the zero value is production.
@@ -92,6 +94,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		Secure: strings.HasPrefix(cfg.Issuer, "https://"), Now: now, Log: logger,
 	}
 	s.oauth.Pages = s.pages
+	s.scopes = &scopes.API{Store: st, Auth: s.clients, Events: rec, Issuer: cfg.Issuer}
 	if err := s.seedClients(ctx); err != nil {
 		return nil, err
 	}

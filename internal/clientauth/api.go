@@ -1,0 +1,90 @@
+package clientauth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// TokenSource finds access tokens by hash.
+type TokenSource interface {
+	GetToken(ctx context.Context, hash []byte) (store.Token, error)
+}
+
+// Errors of APICaller.
+var (
+	// ErrUnauthenticated: no credential, or a bad one (401).
+	ErrUnauthenticated = errors.New("clientauth: the API caller is not authenticated")
+	// ErrForbidden: an authenticated client without the API's scope (403).
+	ErrForbidden = errors.New("clientauth: the API client lacks the required scope")
+)
+
+// APICaller authenticates the caller of a client API (the scopes API, the
+// OAuth events API): client_secret_basic; a private_key_jwt client assertion
+// sent as a bearer credential; or a client-credentials access token sent as
+// a bearer credential. The client must be allowed scope (for a token: the
+// token must carry it).
+func (a *Authenticator) APICaller(r *http.Request, endpoint, scope string, tokens TokenSource) (store.Client, error) {
+	ctx := r.Context()
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return store.Client{}, ErrUnauthenticated
+	}
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		cred := strings.TrimSpace(h[7:])
+		if strings.HasPrefix(cred, token.AccessToken.Prefix) {
+			return a.apiToken(ctx, cred, scope, tokens)
+		}
+		c, err := a.checkAssertion(ctx, cred, "", endpoint)
+		if err != nil {
+			return store.Client{}, errors.Join(ErrUnauthenticated, err)
+		}
+		return allowed(c, scope)
+	}
+	c, _, err := a.Authenticate(r, endpoint)
+	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			return store.Client{}, errors.Join(ErrUnauthenticated, err)
+		}
+		return store.Client{}, err
+	}
+	return allowed(c, scope)
+}
+
+func allowed(c store.Client, scope string) (store.Client, error) {
+	if !slices.Contains(c.Scopes, scope) {
+		return store.Client{}, ErrForbidden
+	}
+	return c, nil
+}
+
+func (a *Authenticator) apiToken(ctx context.Context, value, scope string, tokens TokenSource) (store.Client, error) {
+	t, err := tokens.GetToken(ctx, a.Secrets.Hash(token.AccessToken.Label, value))
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Client{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return store.Client{}, err
+	}
+	if t.Kind != store.KindAccess || !t.RevokedAt.IsZero() || !a.now().Before(t.ExpiresAt) || t.Subject != "" {
+		// Only a live client-credentials token speaks for a client.
+		return store.Client{}, ErrUnauthenticated
+	}
+	c, err := a.Clients.GetClient(ctx, t.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Client{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return store.Client{}, err
+	}
+	if !slices.Contains(t.Scopes, scope) {
+		return store.Client{}, ErrForbidden
+	}
+	return c, nil
+}
