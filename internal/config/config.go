@@ -41,15 +41,18 @@ const (
 
 // Config is the whole operator configuration. Every key is optional.
 type Config struct {
-	Issuer        string    `yaml:"issuer"`
-	Listen        string    `yaml:"listen"`
-	Database      string    `yaml:"database"`
-	SecretKeyFile string    `yaml:"secret_key_file"`
-	TemplatesDir  string    `yaml:"templates_dir"`
-	Log           Log       `yaml:"log"`
-	Clients       []Client  `yaml:"clients"`
-	APIUsers      []APIUser `yaml:"api_users"`
-	Persons       []Person  `yaml:"persons"`
+	Issuer        string `yaml:"issuer"`
+	Listen        string `yaml:"listen"`
+	Database      string `yaml:"database"`
+	SecretKeyFile string `yaml:"secret_key_file"`
+	TemplatesDir  string `yaml:"templates_dir"`
+	// PasswordAuthenticationLevel is the authentication level a password
+	// login reaches (scopes ask for levels; default 1).
+	PasswordAuthenticationLevel int       `yaml:"password_authentication_level"`
+	Log                         Log       `yaml:"log"`
+	Clients                     []Client  `yaml:"clients"`
+	APIUsers                    []APIUser `yaml:"api_users"`
+	Persons                     []Person  `yaml:"persons"`
 }
 
 // Log configures the process log.
@@ -195,6 +198,9 @@ func (c *Config) fillDefaults() {
 	if c.SecretKeyFile == "" {
 		c.SecretKeyFile = DefaultSecretKeyFile
 	}
+	if c.PasswordAuthenticationLevel == 0 {
+		c.PasswordAuthenticationLevel = 1
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -279,6 +285,14 @@ func walkEnv(v reflect.Value, prefix string, env map[string]string) error {
 				}
 				fv.SetBool(b)
 			}
+		case reflect.Int:
+			if s, ok := env[name]; ok {
+				n, err := strconv.Atoi(s)
+				if err != nil {
+					return fmt.Errorf("%s: %q is not an integer", name, s)
+				}
+				fv.SetInt(int64(n))
+			}
 		case reflect.Int64: // Duration
 			if s, ok := env[name]; ok {
 				d, err := ParseDuration(s)
@@ -303,6 +317,9 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
 		!strings.HasPrefix(c.Database, "postgresql://") {
 		return errors.New("database: want sqlite:PATH or postgres://...")
+	}
+	if c.PasswordAuthenticationLevel < 0 || c.PasswordAuthenticationLevel > 100 {
+		return fmt.Errorf("password_authentication_level: %d is not between 1 and 100", c.PasswordAuthenticationLevel)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -15,6 +15,7 @@ import (
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 	"github.com/latchkey/latchkey/web"
@@ -39,6 +40,7 @@ type Pages struct {
 	Log       *slog.Logger
 
 	SessionLifetime time.Duration // default 12 h
+	PasswordLevel   int           // authentication level a password login reaches; default oauth.PasswordAuthLevel
 }
 
 const pageCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
@@ -63,10 +65,36 @@ func (p *Pages) Session(r *http.Request) (store.Session, bool) {
 	return s, true
 }
 
-// NeedsInteraction (oauth.Pages): a page is needed when the client asks for
-// consent. Persistent consent and step-up levels come with the scopes issue.
+// NeedsInteraction (oauth.Pages): a page is needed when the session's
+// authentication level is below what a requested scope asks for, or when the
+// client asks for consent and some requested scope has none remembered
+// (only scopes with persistent_consent are remembered).
 func (p *Pages) NeedsInteraction(ctx context.Context, client store.Client, ar *oauth.AuthorizeRequest, s store.Session) (bool, error) {
-	return client.ConsentRequired, nil
+	configured, err := p.Store.GetScopes(ctx, ar.Scopes)
+	if err != nil {
+		return false, err
+	}
+	if level, _ := scopes.RequiredLevel(configured); s.AuthLevel < level {
+		return true, nil
+	}
+	if !client.ConsentRequired {
+		return false, nil
+	}
+	consents, err := p.Store.ListConsents(ctx, s.PersonID, client.ID)
+	if err != nil {
+		return false, err
+	}
+	given := map[string]bool{}
+	for _, c := range consents {
+		given[c.Scope] = true
+	}
+	byID := scopes.ByID(configured)
+	for _, sc := range ar.Scopes {
+		if !byID[sc].PersistentConsent || !given[sc] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 type pageData struct {
@@ -185,7 +213,7 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
 func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, person store.Person) (store.Session, error) {
 	value, hash := p.Hasher.Mint(token.Session)
 	now := p.Now().UTC()
-	s := store.Session{Hash: hash, PersonID: person.ID, AuthLevel: oauth.PasswordAuthLevel, AMR: []string{"DEFAULT"},
+	s := store.Session{Hash: hash, PersonID: person.ID, AuthLevel: p.passwordLevel(), AMR: []string{"DEFAULT"},
 		AuthTime: now, ExpiresAt: now.Add(p.sessionLifetime())}
 	if err := p.Store.CreateSession(r.Context(), s); err != nil {
 		return store.Session{}, err
@@ -198,6 +226,13 @@ func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, person stor
 // next moves a logged-in person on: to the consent page, or straight back to
 // the client with a code.
 func (p *Pages) next(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client, sess store.Session) error {
+	configured, err := p.Store.GetScopes(r.Context(), ar.Scopes)
+	if err != nil {
+		return err
+	}
+	if level, failURL := scopes.RequiredLevel(configured); sess.AuthLevel < level {
+		return p.levelNotMet(w, r, id, ar, client, sess, level, failURL)
+	}
 	need, err := p.NeedsInteraction(r.Context(), client, ar, sess)
 	if err != nil {
 		return err
@@ -221,6 +256,40 @@ func (p *Pages) complete(w http.ResponseWriter, r *http.Request, id string, ar *
 	return nil
 }
 
+// levelNotMet handles a session below a scope's authentication_level. A
+// level that a password login reaches is met by logging in again (step-up
+// by re-authentication); a higher one cannot be met here yet, and the person
+// goes to the scope's verification_failed_endpoint (or service_endpoint),
+// or back to the client with access_denied.
+func (p *Pages) levelNotMet(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client,
+	sess store.Session, level int, failURL string) error {
+	if level <= p.passwordLevel() {
+		t, lang := Messages(ar.Language)
+		p.render(w, http.StatusOK, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
+			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t["login.step_up"]})
+		return nil
+	}
+	if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
+		return err
+	}
+	if failURL != "" {
+		http.Redirect(w, r, failURL, http.StatusSeeOther)
+		return nil
+	}
+	to := p.OAuth.ErrorRedirect(ar, &oauth.AuthorizeError{Code: oauth.ErrAccessDenied,
+		Description: "The authentication level the scope requires cannot be reached.", Redirect: true,
+		RedirectURI: ar.RedirectURI, State: ar.State})
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+func (p *Pages) passwordLevel() int {
+	if p.PasswordLevel > 0 {
+		return p.PasswordLevel
+	}
+	return oauth.PasswordAuthLevel
+}
+
 // PathConsent is the consent page.
 const PathConsent = "/consent"
 
@@ -240,13 +309,18 @@ func (p *Pages) ConsentPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	configured, err := p.Store.GetScopes(r.Context(), ar.Scopes)
+	if err != nil {
+		return err
+	}
+	byID := scopes.ByID(configured)
 	t, lang := Messages(ar.Language)
-	scopes := make([]scopeView, len(ar.Scopes))
+	views := make([]scopeView, len(ar.Scopes))
 	for i, s := range ar.Scopes {
-		scopes[i] = scopeView{Name: s}
+		views[i] = scopeView{Name: s, Description: scopes.Description(byID[s], ar.Language)}
 	}
 	p.render(w, http.StatusOK, "consent.html", &pageData{Lang: lang, T: t, Action: PathConsent, Request: id,
-		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), PersonEmail: person.Email, Scopes: scopes})
+		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), PersonEmail: person.Email, Scopes: views})
 	return nil
 }
 
@@ -273,6 +347,9 @@ func (p *Pages) Consent(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch r.PostForm.Get("decision") {
 	case "allow":
+		if err := p.remember(r, client, ar, sess); err != nil {
+			return err
+		}
 		return p.complete(w, r, id, ar, client, sess)
 	case "deny":
 		to := p.OAuth.DenyRedirect(r.Context(), r, client, ar, sess.PersonID)
@@ -285,6 +362,26 @@ func (p *Pages) Consent(w http.ResponseWriter, r *http.Request) error {
 		p.render(w, http.StatusBadRequest, "error.html", &pageData{Lang: lang, T: t, Message: "Choose allow or deny."})
 		return nil
 	}
+}
+
+// remember stores the consent to the requested scopes that have
+// persistent_consent, so the person is not asked again for them.
+func (p *Pages) remember(r *http.Request, client store.Client, ar *oauth.AuthorizeRequest, sess store.Session) error {
+	configured, err := p.Store.GetScopes(r.Context(), ar.Scopes)
+	if err != nil {
+		return err
+	}
+	var cs []store.Consent
+	now := p.Now().UTC()
+	for _, sc := range configured {
+		if sc.PersistentConsent {
+			cs = append(cs, store.Consent{PersonID: sess.PersonID, ClientID: client.ID, Scope: sc.ID, GrantedAt: now})
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	return p.Store.SaveConsents(r.Context(), cs)
 }
 
 func (p *Pages) requestError(w http.ResponseWriter, r *http.Request, err error) error {

@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -48,72 +46,18 @@ func testConfig() *config.Config {
 	}
 }
 
-// browser is a cookie-keeping client that does not follow redirects, so a
-// test sees each step of the flow.
-func browser(t *testing.T, s *servertest.Server) *http.Client {
-	jar, _ := cookiejar.New(nil)
-	return &http.Client{Jar: jar, Transport: s.Client().Transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
+func browser(t *testing.T, s *servertest.Server) *http.Client { return s.Browser() }
 
-var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+var csrfRE = servertest.CSRFRE
 
-// authorize runs the authorization request through the hosted login page
-// (browserless) and returns the final redirect to the client.
+// authorize runs the authorization request through the hosted pages
+// (browserless), allowing consent, and returns the redirect to the client.
 func authorize(t *testing.T, s *servertest.Server, b *http.Client, authURL string) *url.URL {
 	t.Helper()
-	resp, err := b.Get(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	for range 5 {
-		if resp.StatusCode != http.StatusFound && resp.StatusCode != http.StatusSeeOther {
-			t.Fatalf("authorize: status %d", resp.StatusCode)
-		}
-		loc, _ := resp.Location()
-		if loc.Host != strings.TrimPrefix(s.URL, "http://") {
-			return loc // back at the client
-		}
-		switch loc.Path {
-		case "/login":
-			page := get(t, b, loc.String())
-			m := csrfRE.FindStringSubmatch(page)
-			if m == nil {
-				t.Fatalf("no CSRF token on the login page:\n%s", page)
-			}
-			resp, err = b.PostForm(s.URL+"/login", url.Values{"csrf_token": {m[1]}, "request": {loc.Query().Get("request")},
-				"email": {personEmail}, "password": {personPass}})
-		case "/consent":
-			page := get(t, b, loc.String())
-			m := csrfRE.FindStringSubmatch(page)
-			if m == nil {
-				t.Fatalf("no CSRF token on the consent page:\n%s", page)
-			}
-			resp, err = b.PostForm(s.URL+"/consent", url.Values{"csrf_token": {m[1]}, "request": {loc.Query().Get("request")},
-				"decision": {"allow"}})
-		default:
-			resp, err = b.Get(loc.String())
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	t.Fatal("too many redirects")
-	return nil
+	return s.Authorize(t, b, authURL, personEmail, personPass, "allow").Back
 }
 
-func get(t *testing.T, c *http.Client, u string) string {
-	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
+func get(t *testing.T, c *http.Client, u string) string { t.Helper(); return servertest.Get(t, c, u) }
 
 func oauthConfig(s *servertest.Server, id, secret string, style oauth2.AuthStyle) *oauth2.Config {
 	return &oauth2.Config{ClientID: id, ClientSecret: secret, RedirectURL: redirect, Scopes: []string{"read"},

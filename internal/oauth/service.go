@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 )
@@ -102,6 +103,8 @@ type TokenResponse struct {
 	ExpiresIn    int64  `json:"expires_in"`
 	ProfileID    string `json:"profile_id"`
 	Scope        string `json:"scope,omitempty"`
+
+	limited bool // the access token has a usage limit
 }
 
 // grantData is the flow data a grant keeps (store.Grant.Data).
@@ -155,11 +158,16 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			return nil, g, err
 		}
 	}
+	configured, err := st.GetScopes(ctx, is.scopes)
+	if err != nil {
+		return nil, g, err
+	}
+	limit := scopes.UsageLimit(configured)
 	access, accessHash := s.Hasher.Mint(token.AccessToken)
 	exp := now.Add(is.client.AccessTokenLifetime)
 	if err := st.CreateToken(ctx, store.Token{
 		Hash: accessHash, Kind: store.KindAccess, GrantID: g.ID, ClientID: is.client.ID,
-		Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: exp,
+		Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: exp, UsageLimit: limit,
 	}); err != nil {
 		return nil, g, err
 	}
@@ -168,8 +176,11 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		AccessToken: access,
 		ExpiresIn:   int64(is.client.AccessTokenLifetime / time.Second),
 		ProfileID:   s.profileID(is.client, g.Subject),
+		limited:     limit > 0,
 	}
-	if is.refresh {
+	// A token whose uses are counted gets no refresh token (shared/spec/NOTES.md):
+	// a refresh would hand out fresh uses.
+	if is.refresh && limit == 0 {
 		refresh, refreshHash := s.Hasher.Mint(token.RefreshToken)
 		rexp := now.Add(is.client.RefreshTokenLifetime)
 		if rexp.After(g.ExpiresAt) {

@@ -298,7 +298,7 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 		if err != nil {
 			return err
 		}
-		if !rotate {
+		if !rotate && !resp.limited { // a confidential client keeps its refresh token
 			resp.RefreshToken = value
 		}
 		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.TokenRequestAccessTokenRefresh,

@@ -92,6 +92,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,
 		Secure: strings.HasPrefix(cfg.Issuer, "https://"), Now: now, Log: logger,
+		PasswordLevel: cfg.PasswordAuthenticationLevel,
 	}
 	s.oauth.Pages = s.pages
 	s.scopes = &scopes.API{Store: st, Auth: s.clients, Events: rec, Issuer: cfg.Issuer}

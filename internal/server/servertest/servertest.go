@@ -21,6 +21,9 @@ import (
 	"github.com/latchkey/latchkey/internal/store/sqlite"
 )
 
+// Key is the server key of test servers, so tests can compute token hashes.
+var Key = bytes.Repeat([]byte{42}, 32)
+
 // Backends are the store backends a test can run on.
 var Backends = []string{"sqlite", "postgres"}
 
@@ -97,7 +100,7 @@ func Start(t testing.TB, cfg *config.Config, opts Options) *Server {
 	if opts.Clock != nil {
 		now = opts.Clock.Now
 	}
-	srv, err := server.New(ctx, cfg, st, logger, bytes.Repeat([]byte{42}, 32), server.Options{Now: now})
+	srv, err := server.New(ctx, cfg, st, logger, Key, server.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
