@@ -157,14 +157,17 @@ func TestPublicClientRefreshRotationAndReuse(t *testing.T) {
 
 func TestClientCredentialsWithRealClient(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, s *servertest.Server) {
-		cc := clientcredentials.Config{ClientID: "m2m", ClientSecret: m2mSecret, TokenURL: s.URL + "/oauth/token",
-			Scopes: []string{"write"}, AuthStyle: oauth2.AuthStyleInParams}
-		tok, err := cc.Token(clientCtx(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasPrefix(tok.AccessToken, "lk_at_") || tok.RefreshToken != "" {
-			t.Errorf("client credentials token %+v: want an access token and no refresh token", tok)
+		for _, cc := range []clientcredentials.Config{
+			{ClientID: "m2m", ClientSecret: m2mSecret, TokenURL: s.URL + "/oauth/token", Scopes: []string{"write"}, AuthStyle: oauth2.AuthStyleInParams},
+			{ClientID: "other", ClientSecret: "other-secret-other-secret", TokenURL: s.URL + "/oauth/token", Scopes: []string{"read"}, AuthStyle: oauth2.AuthStyleInHeader},
+		} {
+			tok, err := cc.Token(clientCtx(s))
+			if err != nil {
+				t.Fatalf("%s: %v", cc.ClientID, err)
+			}
+			if !strings.HasPrefix(tok.AccessToken, "lk_at_") || tok.RefreshToken != "" {
+				t.Errorf("%s: token %+v: want an access token and no refresh token", cc.ClientID, tok)
+			}
 		}
 	})
 }

@@ -1,6 +1,9 @@
 package scopes_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,7 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/latchkey/latchkey/internal/config"
@@ -228,5 +234,32 @@ func TestConcurrentCreatesOfOneScope(t *testing.T) {
 				t.Errorf("statuses %v: want one 201 and nine 409", statuses)
 			}
 		})
+	}
+}
+
+func TestScopeAPIWithPrivateKeyJWTAssertion(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk := jose.JSONWebKey{Key: key, KeyID: "k1", Algorithm: "ES256", Use: "sig"}
+	pub, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk.Public()}})
+	var jwks map[string]any
+	_ = json.Unmarshal(pub, &jwks)
+	cfg := testConfig()
+	cfg.Clients = append(cfg.Clients, config.Client{ClientID: "signer", TokenEndpointAuthMethod: "private_key_jwt",
+		JWKS: jwks, GrantTypes: []string{"client_credentials"}, Scopes: []string{"vendor_api_config"}})
+	s := servertest.Start(t, cfg, servertest.Options{})
+	signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jwk}, nil)
+	assertion, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: "signer", Subject: "signer", ID: "a-1",
+		Audience: jwt.Audience{s.URL + path}, Expiry: jwt.NewNumericDate(time.Now().Add(time.Minute))}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, s, call{"POST", path, `{"scope_id":"signed"}`, bearer(assertion)}); r.status != 201 {
+		t.Errorf("create with a client assertion: %d %s", r.status, r.body)
+	}
+	if r := do(t, s, call{"GET", path + "/signed", "", bearer(assertion)}); r.status != 401 {
+		t.Errorf("a replayed assertion: %d, want 401", r.status)
 	}
 }
