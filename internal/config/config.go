@@ -316,7 +316,7 @@ func (c *Config) Validate() error {
 	}
 	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
 		!strings.HasPrefix(c.Database, "postgresql://") {
-		return errors.New("database: want sqlite:PATH or postgres://...")
+		return errors.New("database: want sqlite:PATH or a postgres:// URL")
 	}
 	if c.PasswordAuthenticationLevel < 0 || c.PasswordAuthenticationLevel > 100 {
 		return fmt.Errorf("password_authentication_level: %d is not between 1 and 100", c.PasswordAuthenticationLevel)
