@@ -82,17 +82,7 @@ func (db *DB) ListClients(ctx context.Context) ([]store.Client, error) {
 
 // DeleteClient removes a client.
 func (db *DB) DeleteClient(ctx context.Context, id string) error {
-	res, err := db.exec(ctx, `DELETE FROM clients WHERE id = ?`, id)
-	if err != nil {
-		return err
-	}
-	if n, err := affected(res); err != nil || n == 0 {
-		if err == nil {
-			err = store.ErrNotFound
-		}
-		return err
-	}
-	return nil
+	return db.execOne(ctx, `DELETE FROM clients WHERE id = ?`, id)
 }
 
 // UseAssertionID records a client assertion's jti; a live duplicate is a replay.

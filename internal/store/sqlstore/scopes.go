@@ -90,23 +90,13 @@ func (db *DB) scopes(ctx context.Context, q string, args ...any) ([]store.Scope,
 
 // ReplaceScope replaces a scope's fields.
 func (db *DB) ReplaceScope(ctx context.Context, s store.Scope) error {
-	res, err := db.exec(ctx, `UPDATE scopes SET authentication_level = ?, usage_limit = ?, service_endpoint = ?,
+	return db.execOne(ctx, `UPDATE scopes SET authentication_level = ?, usage_limit = ?, service_endpoint = ?,
 		verification_failed_endpoint = ?, persistent_consent = ?, descriptions = ?, updated_at = ? WHERE id = ?`,
 		s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
 		descriptions(s.Descriptions), micros(time.Now()), s.ID)
-	if err != nil {
-		return err
-	}
-	if n, err := affected(res); err != nil || n == 0 {
-		if err == nil {
-			err = store.ErrNotFound
-		}
-		return err
-	}
-	return nil
 }
 
 // DeleteScope removes a scope.
 func (db *DB) DeleteScope(ctx context.Context, id string) error {
-	return db.deleteOne(ctx, `DELETE FROM scopes WHERE id = ?`, id)
+	return db.execOne(ctx, `DELETE FROM scopes WHERE id = ?`, id)
 }

@@ -27,10 +27,11 @@ func (db *DB) GetAuthRequest(ctx context.Context, id string) (store.AuthRequest,
 
 // DeleteAuthRequest removes a pending request.
 func (db *DB) DeleteAuthRequest(ctx context.Context, id string) error {
-	return db.deleteOne(ctx, `DELETE FROM auth_requests WHERE id = ?`, id)
+	return db.execOne(ctx, `DELETE FROM auth_requests WHERE id = ?`, id)
 }
 
-func (db *DB) deleteOne(ctx context.Context, q string, args ...any) error {
+// execOne runs a statement that must touch one row: none is ErrNotFound.
+func (db *DB) execOne(ctx context.Context, q string, args ...any) error {
 	res, err := db.exec(ctx, q, args...)
 	if err != nil {
 		return err
@@ -68,7 +69,7 @@ func (db *DB) GetSession(ctx context.Context, hash []byte) (store.Session, error
 
 // DeleteSession removes a session (logout).
 func (db *DB) DeleteSession(ctx context.Context, hash []byte) error {
-	return db.deleteOne(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
+	return db.execOne(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
 }
 
 // UpdateSession is a read-modify-write in one transaction (step-up raises the level).

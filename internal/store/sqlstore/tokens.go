@@ -44,18 +44,11 @@ func (db *DB) GetGrant(ctx context.Context, id string) (store.Grant, error) {
 func (db *DB) RevokeGrant(ctx context.Context, id string, now time.Time) error {
 	return db.Tx(ctx, func(st store.Store) error {
 		tx := st.(*DB)
-		res, err := tx.exec(ctx, `UPDATE grants SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
-			WHERE id = ?`, micros(now), id)
-		if err != nil {
+		if err := tx.execOne(ctx, `UPDATE grants SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
+			WHERE id = ?`, micros(now), id); err != nil {
 			return err
 		}
-		if n, err := affected(res); err != nil || n == 0 {
-			if err == nil {
-				err = store.ErrNotFound
-			}
-			return err
-		}
-		_, err = tx.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at = 0`, micros(now), id)
+		_, err := tx.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at = 0`, micros(now), id)
 		return err
 	})
 }
@@ -93,54 +86,40 @@ func (db *DB) GetToken(ctx context.Context, hash []byte) (store.Token, error) {
 
 // RevokeToken revokes one token.
 func (db *DB) RevokeToken(ctx context.Context, hash []byte, now time.Time) error {
-	res, err := db.exec(ctx, `UPDATE tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
+	return db.execOne(ctx, `UPDATE tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
 		WHERE hash = ?`, micros(now), hash)
-	if err != nil {
-		return err
-	}
-	if n, err := affected(res); err != nil || n == 0 {
-		if err == nil {
-			err = store.ErrNotFound
-		}
-		return err
-	}
-	return nil
 }
 
 // UseRefreshToken marks an unused refresh token used. The conditional
 // UPDATE is the single-use guarantee: concurrent callers serialise on the
 // row and only one sees used_at = 0.
 func (db *DB) UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (store.Token, error) {
-	t, err := scanToken(db.queryRowWrite(ctx, `UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at = 0
-		RETURNING `+tokenColumns, micros(now), hash))
+	return db.updateToken(ctx, hash, `UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at = 0
+		RETURNING `+tokenColumns, micros(now), hash)
+}
+
+// updateToken runs a conditional UPDATE ... RETURNING on one token. When the
+// condition fails it returns the token as it is with ErrConflict (or
+// ErrNotFound when there is no such token).
+func (db *DB) updateToken(ctx context.Context, hash []byte, q string, args ...any) (store.Token, error) {
+	t, err := scanToken(db.queryRowWrite(ctx, q, args...))
 	if err == nil {
 		return t, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return t, db.scanErr(err)
 	}
-	t, err = db.GetToken(ctx, hash)
+	t, err = scanToken(db.queryRowWrite(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
 	if err != nil {
-		return t, err
+		return t, db.scanErr(err)
 	}
 	return t, store.ErrConflict
 }
 
 // CountTokenUse counts one use of a limited token; ErrConflict when exhausted.
 func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, error) {
-	t, err := scanToken(db.queryRowWrite(ctx, `UPDATE tokens SET usage_count = usage_count + 1
-		WHERE hash = ? AND usage_limit > 0 AND usage_count < usage_limit RETURNING `+tokenColumns, hash))
-	if err == nil {
-		return t, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return t, db.scanErr(err)
-	}
-	t, err = db.GetToken(ctx, hash)
-	if err != nil {
-		return t, err
-	}
-	return t, store.ErrConflict
+	return db.updateToken(ctx, hash, `UPDATE tokens SET usage_count = usage_count + 1
+		WHERE hash = ? AND usage_limit > 0 AND usage_count < usage_limit RETURNING `+tokenColumns, hash)
 }
 
 const codeColumns = `hash, client_id, subject, redirect_uri, scopes, code_challenge, code_challenge_method,
@@ -191,15 +170,5 @@ func (db *DB) UseAuthCode(ctx context.Context, hash []byte, now time.Time) (stor
 
 // SetAuthCodeGrant records the grant an exchanged code created.
 func (db *DB) SetAuthCodeGrant(ctx context.Context, hash []byte, grantID string) error {
-	res, err := db.exec(ctx, `UPDATE auth_codes SET grant_id = ? WHERE hash = ?`, grantID, hash)
-	if err != nil {
-		return err
-	}
-	if n, err := affected(res); err != nil || n == 0 {
-		if err == nil {
-			err = store.ErrNotFound
-		}
-		return err
-	}
-	return nil
+	return db.execOne(ctx, `UPDATE auth_codes SET grant_id = ? WHERE hash = ?`, grantID, hash)
 }
