@@ -176,20 +176,11 @@ func (p *Pages) LoginPage(w http.ResponseWriter, r *http.Request) error {
 
 // Login is POST /login.
 func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
-	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
-		p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
-		return nil
+	f, err := p.posted(w, r)
+	if f == nil {
+		return err
 	}
-	id := r.PostForm.Get("request")
-	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
-	if err != nil {
-		return p.requestError(w, r, err)
-	}
-	t, lang := Messages(ar.Language)
-	if !p.checkCSRF(r, id) {
-		p.render(w, http.StatusForbidden, "error.html", &pageData{Lang: lang, T: t, Message: t["error.csrf"]})
-		return nil
-	}
+	id, ar, client, t, lang := f.id, f.ar, f.client, f.t, f.lang
 	email := r.PostForm.Get("email")
 	person, err := p.Identity.CheckPassword(r.Context(), r, email, r.PostForm.Get("password"))
 	if err != nil {
@@ -206,6 +197,36 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return p.next(w, r, id, ar, client, sess)
+}
+
+// postedForm is a hosted form post whose pending request was loaded and
+// whose CSRF token was checked.
+type postedForm struct {
+	id     string
+	ar     *oauth.AuthorizeRequest
+	client store.Client
+	t      map[string]string
+	lang   string
+}
+
+// posted reads a hosted form post. A nil form means the answer was written
+// (an error page) or err holds the failure.
+func (p *Pages) posted(w http.ResponseWriter, r *http.Request) (*postedForm, error) {
+	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
+		p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return nil, nil
+	}
+	id := r.PostForm.Get("request")
+	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
+	if err != nil {
+		return nil, p.requestError(w, r, err)
+	}
+	t, lang := Messages(ar.Language)
+	if !p.checkCSRF(r, id) {
+		p.render(w, http.StatusForbidden, "error.html", &pageData{Lang: lang, T: t, Message: t["error.csrf"]})
+		return nil, nil
+	}
+	return &postedForm{id: id, ar: ar, client: client, t: t, lang: lang}, nil
 }
 
 // startSession creates a fresh session (a new value at every login: no
@@ -326,20 +347,11 @@ func (p *Pages) ConsentPage(w http.ResponseWriter, r *http.Request) error {
 
 // Consent is POST /consent: allow issues the code, deny answers access_denied.
 func (p *Pages) Consent(w http.ResponseWriter, r *http.Request) error {
-	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
-		p.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
-		return nil
+	f, err := p.posted(w, r)
+	if f == nil {
+		return err
 	}
-	id := r.PostForm.Get("request")
-	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
-	if err != nil {
-		return p.requestError(w, r, err)
-	}
-	t, lang := Messages(ar.Language)
-	if !p.checkCSRF(r, id) {
-		p.render(w, http.StatusForbidden, "error.html", &pageData{Lang: lang, T: t, Message: t["error.csrf"]})
-		return nil
-	}
+	id, ar, client, t, lang := f.id, f.ar, f.client, f.t, f.lang
 	sess, ok := p.Session(r)
 	if !ok {
 		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(id), http.StatusSeeOther)
