@@ -48,17 +48,46 @@ type Config struct {
 	TemplatesDir  string `yaml:"templates_dir"`
 	// PasswordAuthenticationLevel is the authentication level a password
 	// login reaches (scopes ask for levels; default 1).
-	PasswordAuthenticationLevel int       `yaml:"password_authentication_level"`
-	Log                         Log       `yaml:"log"`
-	Clients                     []Client  `yaml:"clients"`
-	APIUsers                    []APIUser `yaml:"api_users"`
-	Persons                     []Person  `yaml:"persons"`
+	PasswordAuthenticationLevel int           `yaml:"password_authentication_level"`
+	Log                         Log           `yaml:"log"`
+	Introspection               Introspection `yaml:"introspection"`
+	Webhooks                    Webhooks      `yaml:"webhooks"`
+	Clients                     []Client      `yaml:"clients"`
+	APIUsers                    []APIUser     `yaml:"api_users"`
+	Persons                     []Person      `yaml:"persons"`
 }
 
 // Log configures the process log.
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error
 	Format string `yaml:"format"` // text | json
+}
+
+// Introspection configures the custom members of token introspection.
+type Introspection struct {
+	// UserDetails maps a person attribute (email, first_name, last_name,
+	// display_name, id, status, or custom.<name>) to the key it gets in user_details.
+	UserDetails map[string]string `yaml:"user_details"`
+	// GroupPermissionsAPI is the base URL of the person report API
+	// (GET {url}/people/{person_id}/report); "" turns group policies off.
+	GroupPermissionsAPI     string   `yaml:"group_permissions_api"`
+	GroupPermissionsLegacy  bool     `yaml:"group_permissions_legacy"` // also answer the deprecated group_permissions string
+	GroupPermissionsTimeout Duration `yaml:"group_permissions_timeout"`
+	GroupPermissionsCache   Duration `yaml:"group_permissions_cache"`
+}
+
+// Webhooks configures the two web hooks.
+type Webhooks struct {
+	AccessToken Webhook `yaml:"access_token"`
+	UserDetails Webhook `yaml:"user_details"`
+}
+
+// Webhook is one web hook: requests are JSON, signed with an HMAC of Secret.
+type Webhook struct {
+	URL        string   `yaml:"url"`
+	Secret     string   `yaml:"secret"`
+	Timeout    Duration `yaml:"timeout"`
+	FailClosed bool     `yaml:"fail_closed"` // refuse the flow when the hook fails (default: go on without it)
 }
 
 // Client is a static client, created or updated in the store at start.
@@ -198,6 +227,21 @@ func (c *Config) fillDefaults() {
 	if c.SecretKeyFile == "" {
 		c.SecretKeyFile = DefaultSecretKeyFile
 	}
+	if c.Introspection.UserDetails == nil {
+		c.Introspection.UserDetails = map[string]string{"email": "email", "first_name": "first_name",
+			"last_name": "last_name", "display_name": "display_name"}
+	}
+	if c.Introspection.GroupPermissionsTimeout == 0 {
+		c.Introspection.GroupPermissionsTimeout = Duration(2 * time.Second)
+	}
+	if c.Introspection.GroupPermissionsCache == 0 {
+		c.Introspection.GroupPermissionsCache = Duration(time.Minute)
+	}
+	for _, h := range []*Webhook{&c.Webhooks.AccessToken, &c.Webhooks.UserDetails} {
+		if h.Timeout == 0 {
+			h.Timeout = Duration(3 * time.Second)
+		}
+	}
 	if c.PasswordAuthenticationLevel == 0 {
 		c.PasswordAuthenticationLevel = 1
 	}
@@ -320,6 +364,31 @@ func (c *Config) Validate() error {
 	}
 	if c.PasswordAuthenticationLevel < 0 || c.PasswordAuthenticationLevel > 100 {
 		return fmt.Errorf("password_authentication_level: %d is not between 1 and 100", c.PasswordAuthenticationLevel)
+	}
+	if u := c.Introspection.GroupPermissionsAPI; u != "" && !absoluteHTTP(u) {
+		return fmt.Errorf("introspection.group_permissions_api: %q is not an absolute http(s) URL", u)
+	}
+	for attr := range c.Introspection.UserDetails {
+		switch {
+		case attr == "email", attr == "first_name", attr == "last_name", attr == "display_name", attr == "id", attr == "status":
+		case strings.HasPrefix(attr, "custom.") && len(attr) > len("custom."):
+		default:
+			return fmt.Errorf("introspection.user_details: unknown person attribute %q", attr)
+		}
+	}
+	for name, h := range map[string]Webhook{"webhooks.access_token": c.Webhooks.AccessToken, "webhooks.user_details": c.Webhooks.UserDetails} {
+		if h.URL == "" {
+			continue
+		}
+		if !absoluteHTTP(h.URL) {
+			return fmt.Errorf("%s.url: %q is not an absolute http(s) URL", name, h.URL)
+		}
+		if len(h.Secret) < 16 {
+			return fmt.Errorf("%s.secret: at least 16 characters are needed to sign requests", name)
+		}
+		if h.Timeout <= 0 || time.Duration(h.Timeout) > time.Minute {
+			return fmt.Errorf("%s.timeout: must be between 1ms and 1m", name)
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -513,4 +582,9 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+func absoluteHTTP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

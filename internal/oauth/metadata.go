@@ -13,6 +13,7 @@ type Metadata struct {
 	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
 	TokenEndpoint                     string   `json:"token_endpoint"`
 	RevocationEndpoint                string   `json:"revocation_endpoint"`
+	IntrospectionEndpoint             string   `json:"introspection_endpoint"`
 	ResponseTypesSupported            []string `json:"response_types_supported"`
 	ResponseModesSupported            []string `json:"response_modes_supported"`
 	GrantTypesSupported               []string `json:"grant_types_supported"`
@@ -35,6 +36,7 @@ func (s *Service) Metadata(w http.ResponseWriter, r *http.Request) {
 		AuthorizationEndpoint:             s.Issuer + PathAuthorize,
 		TokenEndpoint:                     s.Issuer + PathToken,
 		RevocationEndpoint:                s.Issuer + PathRevoke,
+		IntrospectionEndpoint:             s.Issuer + PathIntrospect,
 		ResponseTypesSupported:            []string{"code", "token"},
 		ResponseModesSupported:            []string{"query", "fragment"},
 		GrantTypesSupported:               []string{"authorization_code", "client_credentials", "refresh_token", "password"},

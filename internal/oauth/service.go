@@ -40,6 +40,7 @@ type Service struct {
 	Clients   ClientAuthenticator
 	Passwords PasswordChecker // nil: the password grant is refused
 	Pages     Pages           // the hosted pages: sessions, consent, error page
+	Details   Details         // introspection members and web hooks
 	Events    *events.Recorder
 	Issuer    string
 	Now       func() time.Time
@@ -109,9 +110,11 @@ type TokenResponse struct {
 
 // grantData is the flow data a grant keeps (store.Grant.Data).
 type grantData struct {
-	HookParams map[string][]string `json:"hook_context_custom_params,omitempty"`
-	Language   string              `json:"language,omitempty"`
-	IDP        string              `json:"idp,omitempty"`
+	HookParams       map[string][]string `json:"hook_context_custom_params,omitempty"`
+	Language         string              `json:"language,omitempty"`
+	IDP              string              `json:"idp,omitempty"`
+	UserDetails      map[string]any      `json:"user_details,omitempty"`      // cache for introspection
+	AdditionalClaims map[string]any      `json:"additional_claims,omitempty"` // from the access token hook
 }
 
 // issue is one issuance: a new grant (when grant is nil) or a new token pair
@@ -132,6 +135,40 @@ type issue struct {
 // returns the response.
 func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenResponse, store.Grant, error) {
 	now := s.Now().UTC()
+	var data grantData
+	switch {
+	case is.grant != nil && len(is.grant.Data) > 0:
+		if err := json.Unmarshal(is.grant.Data, &data); err != nil {
+			return nil, store.Grant{}, err
+		}
+	case len(is.data) > 0:
+		if err := json.Unmarshal(is.data, &data); err != nil {
+			return nil, store.Grant{}, err
+		}
+	}
+	if s.Details.AccessHook.Enabled() {
+		// The hook runs inside the transaction so that a code or refresh
+		// token stays single use; its bounded timeout bounds the hold.
+		subject := is.subject
+		if is.grant != nil {
+			subject = is.grant.Subject
+		}
+		narrowed, claims, err := s.accessTokenHook(ctx, is.client, subject, is.scopes, data.HookParams)
+		if err != nil {
+			return nil, store.Grant{}, err
+		}
+		is.scopes, data.AdditionalClaims = narrowed, claims
+		b, err := json.Marshal(data)
+		if err != nil {
+			return nil, store.Grant{}, err
+		}
+		is.data = b
+		if is.grant != nil {
+			if err := st.SetGrantData(ctx, is.grant.ID, b); err != nil {
+				return nil, store.Grant{}, err
+			}
+		}
+	}
 	g := store.Grant{}
 	if is.grant != nil {
 		g = *is.grant

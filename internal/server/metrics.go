@@ -16,6 +16,8 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+
+	groupFailures prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -31,7 +33,11 @@ func newMetrics() *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "method"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency,
+	m.groupFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "latchkey_group_permissions_api_failures_total",
+		Help: "Failed calls to the group permissions API (introspection answered without group policies).",
+	})
+	m.reg.MustRegister(m.requests, m.latency, m.groupFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

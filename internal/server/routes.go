@@ -20,6 +20,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 		mux.Handle("POST "+prefix+"/token", oauthAPI(s.oauth.Token))
 		mux.Handle("POST "+prefix+"/revoke", oauthAPI(s.oauth.Revoke))
 	}
+	mux.Handle("POST /oauth/api/v2/token/introspect", oauthAPI(s.oauth.Introspect))
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauth.Metadata)
 
 	// Scope configuration API (shared/spec/interface.md, "Scopes API").

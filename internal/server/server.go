@@ -21,6 +21,7 @@ import (
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
+	"github.com/latchkey/latchkey/internal/webhook"
 	"github.com/latchkey/latchkey/web"
 )
 
@@ -95,6 +96,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		PasswordLevel: cfg.PasswordAuthenticationLevel,
 	}
 	s.oauth.Pages = s.pages
+	s.oauth.Details = s.introspectionDetails()
 	s.scopes = &scopes.API{Store: st, Auth: s.clients, Events: rec, Issuer: cfg.Issuer}
 	if err := s.seedClients(ctx); err != nil {
 		return nil, err
@@ -173,4 +175,32 @@ func apiUsers(users []config.APIUser) (*clientauth.BasicUsers, error) {
 		m[u.Username] = h
 	}
 	return clientauth.NewBasicUsers(m)
+}
+
+// introspectionDetails builds the introspection members and web hooks of the config.
+func (s *Server) introspectionDetails() oauth.Details {
+	ic := s.cfg.Introspection
+	hc := &http.Client{Timeout: time.Minute} // each call has its own, shorter, deadline
+	hook := func(name string, h config.Webhook) *webhook.Hook {
+		if h.URL == "" {
+			return nil
+		}
+		return &webhook.Hook{Name: name, URL: h.URL, Secret: h.Secret, Timeout: time.Duration(h.Timeout),
+			FailClosed: h.FailClosed, Client: hc, Now: s.now}
+	}
+	d := oauth.Details{
+		UserDetails:  ic.UserDetails,
+		LegacyGroups: ic.GroupPermissionsLegacy,
+		UserHook:     hook("user_details", s.cfg.Webhooks.UserDetails),
+		AccessHook:   hook("access_token", s.cfg.Webhooks.AccessToken),
+	}
+	if ic.GroupPermissionsAPI != "" {
+		d.Groups = &oauth.GroupPolicies{Base: ic.GroupPermissionsAPI, Timeout: time.Duration(ic.GroupPermissionsTimeout),
+			TTL: time.Duration(ic.GroupPermissionsCache), Client: hc, Now: s.now,
+			OnFailure: func(err error) {
+				s.metrics.groupFailures.Inc()
+				s.log.Warn("group permissions API failed; introspection answers without group policies", "err", err)
+			}}
+	}
+	return d
 }

@@ -90,6 +90,9 @@ type AuthCode struct {
 type Tokens interface {
 	CreateGrant(ctx context.Context, g Grant) error
 	GetGrant(ctx context.Context, id string) (Grant, error)
+	// SetGrantData replaces the flow data of a grant (the user details cache);
+	// ErrNotFound for an unknown ID.
+	SetGrantData(ctx context.Context, id string, data []byte) error
 	// RevokeGrant marks the grant and every token of it revoked at now.
 	// Revoking a revoked grant is not an error; ErrNotFound for an unknown ID.
 	RevokeGrant(ctx context.Context, id string, now time.Time) error

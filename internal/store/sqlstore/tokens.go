@@ -40,6 +40,11 @@ func (db *DB) GetGrant(ctx context.Context, id string) (store.Grant, error) {
 	return g, nil
 }
 
+// SetGrantData replaces a grant's flow data.
+func (db *DB) SetGrantData(ctx context.Context, id string, data []byte) error {
+	return db.execOne(ctx, `UPDATE grants SET data = ? WHERE id = ?`, data, id)
+}
+
 // RevokeGrant revokes a grant and every token it issued, in one transaction.
 func (db *DB) RevokeGrant(ctx context.Context, id string, now time.Time) error {
 	return db.Tx(ctx, func(st store.Store) error {

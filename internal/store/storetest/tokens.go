@@ -35,6 +35,15 @@ func testGrantAndTokens(t *testing.T, s store.Store) {
 	if err := s.CreateGrant(ctx(), g); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("duplicate grant: %v, want ErrConflict", err)
 	}
+	if err := s.SetGrantData(ctx(), "g1", []byte(`{"user_details":{"email":"x"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetGrant(ctx(), "g1"); string(got.Data) != `{"user_details":{"email":"x"}}` {
+		t.Errorf("grant data after SetGrantData: %s", got.Data)
+	}
+	if err := s.SetGrantData(ctx(), "nope", nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetGrantData unknown: %v", err)
+	}
 	at := tok("at1", store.KindAccess, "g1")
 	at.UsageLimit = 3
 	if err := s.CreateToken(ctx(), at); err != nil {

@@ -1,0 +1,290 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+	"github.com/latchkey/latchkey/internal/webhook"
+)
+
+// Introspection events (shared/spec/oauth-event-types.txt and ours).
+const (
+	EventIntrospectionSuccess   = "TOKEN_INTROSPECTION_SUCCESS"
+	EventIntrospectionFailed    = "TOKEN_INTROSPECTION_FAILED"
+	EventIntrospectionExhausted = "TOKEN_INTROSPECTION_USAGE_LIMIT_EXCEEDED" // latchkey's own
+	EventWebhookFailed          = "WEBHOOK_CALL_FAILED"                      // latchkey's own
+	EventGroupPoliciesFailed    = "GROUP_PERMISSIONS_API_FAILED"             // latchkey's own
+)
+
+// Details configures the person-related members of introspection.
+type Details struct {
+	UserDetails  map[string]string // person attribute -> key in user_details
+	Groups       *GroupPolicies    // nil or disabled: no group members
+	LegacyGroups bool              // also answer group_permissions (deprecated)
+	UserHook     *webhook.Hook     // user details web hook; may be nil
+	AccessHook   *webhook.Hook     // access token web hook; may be nil
+}
+
+var inactive = map[string]bool{"active": false}
+
+// Introspect is POST /oauth/api/v2/token/introspect (RFC 7662).
+func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
+	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
+		return err
+	}
+	form, err := httpx.Single(r.PostForm, "token", "token_type_hint", "refresh_user_details")
+	if err != nil {
+		return err
+	}
+	caller, _, err := s.Clients.Authenticate(r, s.Issuer+PathIntrospect)
+	if err != nil {
+		s.record(r.Context(), s.Store, r, events.OAuth{Type: EventIntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
+		he := clientError(err)
+		var e *httpx.Error
+		if errors.As(he, &e) {
+			// shared/spec/NOTES.md: a missing or bad client credential is 401 invalid_client.
+			e.Status, e.Code = http.StatusUnauthorized, ErrInvalidClient
+		}
+		return he
+	}
+	if form["token"] == "" {
+		return badRequest(ErrInvalidRequest, "The token parameter is required.")
+	}
+	refresh := false
+	if v := form["refresh_user_details"]; v != "" {
+		if refresh, err = strconv.ParseBool(v); err != nil {
+			return badRequest(ErrInvalidRequest, "refresh_user_details must be true or false.")
+		}
+	}
+	body, err := s.IntrospectToken(r, caller, form["token"], refresh)
+	if err != nil {
+		return err
+	}
+	httpx.NoStore(w)
+	httpx.WriteJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// IntrospectToken answers for value: the active members, or {"active":false}
+// for an unknown, expired, revoked or exhausted token. Each active answer
+// for a token with a usage limit counts one use.
+func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value string, refreshDetails bool) (any, error) {
+	ctx := r.Context()
+	now := s.Now()
+	fail := func(reason string) (any, error) {
+		s.record(ctx, s.Store, r, events.OAuth{Type: reason, ClientID: caller.ID, AppName: caller.Name})
+		return inactive, nil
+	}
+	kind := token.AccessToken
+	if strings.HasPrefix(value, token.RefreshToken.Prefix) {
+		kind = token.RefreshToken
+	}
+	hash := s.Hasher.HashOf(kind, value)
+	t, err := s.Store.GetToken(ctx, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fail(EventIntrospectionFailed)
+	case err != nil:
+		return nil, err
+	case !t.RevokedAt.IsZero() || !now.Before(t.ExpiresAt):
+		return fail(EventIntrospectionFailed)
+	}
+	if t.UsageLimit > 0 && t.Kind == store.KindAccess {
+		// One atomic conditional increment: exactly usage_limit answers are active.
+		t, err = s.Store.CountTokenUse(ctx, hash)
+		if errors.Is(err, store.ErrConflict) {
+			return fail(EventIntrospectionExhausted)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	g, err := s.Store.GetGrant(ctx, t.GrantID)
+	if err != nil {
+		return nil, err
+	}
+	if !g.RevokedAt.IsZero() {
+		return fail(EventIntrospectionFailed)
+	}
+	client, err := s.Store.GetClient(ctx, t.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fail(EventIntrospectionFailed) // the client was removed: its tokens die with it
+	}
+	if err != nil {
+		return nil, err
+	}
+	var data grantData
+	if len(g.Data) > 0 {
+		if err := json.Unmarshal(g.Data, &data); err != nil {
+			return nil, err
+		}
+	}
+	sub := t.Subject
+	if sub == "" {
+		sub = t.ClientID // client credentials: the client is the subject
+	}
+	out := map[string]any{}
+	for k, v := range data.AdditionalClaims { // the access token hook's claims never override ours
+		out[k] = v
+	}
+	amr := g.AMR
+	if amr == nil {
+		amr = []string{}
+	}
+	for k, v := range map[string]any{
+		"active": true, "scope": joinScopes(t.Scopes), "client_id": t.ClientID, "token_type": "bearer",
+		"exp": t.ExpiresAt.Unix(), "iat": t.IssuedAt.Unix(), "nbf": t.IssuedAt.Unix(), "sub": sub,
+		"usage_limit": t.UsageLimit, "amr": amr,
+		"app_identifier": client.AppIdentifier, "app_platform": client.AppPlatform, "app_version": client.AppVersion,
+	} {
+		out[k] = v
+	}
+	if t.UsageLimit > 0 {
+		out["usage_count"] = t.UsageCount
+	}
+	if t.Subject != "" {
+		details, err := s.userDetails(r, g, data, refreshDetails)
+		if err != nil {
+			return nil, err
+		}
+		out["user_details"] = details
+		if s.Details.Groups.Enabled() {
+			if report := s.Details.Groups.Report(ctx, t.Subject); report != nil {
+				out["urn:vendor.com:oidc:group_policies"] = report
+				if s.Details.LegacyGroups {
+					b, _ := json.Marshal(report) // decoded from JSON: marshals
+					out["group_permissions"] = string(b)
+				}
+			}
+		}
+	} else {
+		out["user_details"] = map[string]any{}
+	}
+	s.record(ctx, s.Store, r, events.OAuth{Type: EventIntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
+		UserID: t.Subject, TransactionID: g.ID})
+	return out, nil
+}
+
+// userDetails returns the grant's cached user details, loading them (from
+// the person store, then through the user details hook) when none are cached
+// or when refresh is asked for.
+func (s *Service) userDetails(r *http.Request, g store.Grant, data grantData, refresh bool) (map[string]any, error) {
+	if data.UserDetails != nil && !refresh {
+		return data.UserDetails, nil
+	}
+	ctx := r.Context()
+	p, err := s.Store.GetPerson(ctx, g.Subject)
+	if errors.Is(err, store.ErrNotFound) {
+		return map[string]any{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	details := map[string]any{}
+	for attr, key := range s.Details.UserDetails {
+		if v, ok := personAttribute(p, attr); ok {
+			details[key] = v
+		}
+	}
+	if h := s.Details.UserHook; h.Enabled() {
+		var answer webhook.UserDetailsResponse
+		err := h.Call(ctx, webhook.UserDetailsRequest{User: webhook.ID{ID: p.ID}, Scopes: g.Scopes, Claims: details,
+			ContextCustomParams: nonNil(data.HookParams)}, &answer)
+		switch {
+		case err != nil && h.FailClosed:
+			s.record(ctx, s.Store, r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			return nil, err
+		case err != nil:
+			s.Log.WarnContext(ctx, "user details hook failed; answering the stored details", "err", err)
+			s.record(ctx, s.Store, r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+		default:
+			for k, v := range answer.Claims {
+				if !webhook.Protected(k) {
+					details[k] = v
+				}
+			}
+		}
+	}
+	data.UserDetails = details
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Store.SetGrantData(ctx, g.ID, b); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return details, nil
+}
+
+// personAttribute reads one mappable attribute of a person.
+func personAttribute(p store.Person, attr string) (string, bool) {
+	switch attr {
+	case "id":
+		return p.ID, true
+	case "email":
+		return p.Email, p.Email != ""
+	case "first_name":
+		return p.FirstName, p.FirstName != ""
+	case "last_name":
+		return p.LastName, p.LastName != ""
+	case "display_name":
+		// The spec's rule: without a display name, first name plus last name.
+		n := strings.TrimSpace(p.FirstName + " " + p.LastName)
+		return n, n != ""
+	case "status":
+		return p.Status, p.Status != ""
+	}
+	return "", false // custom attributes arrive with the person model of the import issue
+}
+
+func nonNil(m map[string][]string) map[string][]string {
+	if m == nil {
+		return map[string][]string{}
+	}
+	return m
+}
+
+// accessTokenHook lets the access token web hook narrow the scopes and add
+// claims before a token is minted. Unknown scopes in removeScopes are
+// ignored; removing every scope refuses the flow.
+func (s *Service) accessTokenHook(ctx context.Context, client store.Client, subject string, scopes []string,
+	hookParams map[string][]string) ([]string, map[string]any, error) {
+	h := s.Details.AccessHook
+	if !h.Enabled() {
+		return scopes, nil, nil
+	}
+	req := webhook.AccessTokenRequest{Client: webhook.ID{ID: client.ID}, Scopes: scopes,
+		UserClaims: map[string]any{}, ContextCustomParams: nonNil(hookParams)}
+	if subject != "" {
+		req.User = &webhook.ID{ID: subject}
+		if p, err := s.Store.GetPerson(ctx, subject); err == nil {
+			for attr, key := range s.Details.UserDetails {
+				if v, ok := personAttribute(p, attr); ok {
+					req.UserClaims[key] = v
+				}
+			}
+		}
+	}
+	var answer webhook.AccessTokenResponse
+	if err := h.Call(ctx, req, &answer); err != nil {
+		if h.FailClosed {
+			return nil, nil, &httpx.Error{Status: http.StatusInternalServerError, Code: ErrServerError,
+				Description: "The access token could not be issued.", Cause: err}
+		}
+		s.Log.WarnContext(ctx, "access token hook failed; issuing without it", "err", err)
+		return scopes, nil, nil
+	}
+	narrowed, err := webhook.ApplyRemoval(scopes, answer.RemoveScopes)
+	if err != nil {
+		return nil, nil, badRequest(ErrInvalidScope, "No scope is left for this token.")
+	}
+	return narrowed, answer.AdditionalClaims, nil
+}
