@@ -179,7 +179,7 @@ type answer struct {
 	json   map[string]any
 }
 
-func post(t *testing.T, s *servertest.Server, path string, form url.Values, user, pass string) answer {
+func post(t testing.TB, s *servertest.Server, path string, form url.Values, user, pass string) answer {
 	t.Helper()
 	req, _ := http.NewRequest("POST", s.URL+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

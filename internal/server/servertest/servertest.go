@@ -54,6 +54,9 @@ type Server struct {
 type Options struct {
 	Backend string // "sqlite" (default) or "postgres"
 	Clock   *Clock // nil: wall clock
+	// PostgresURL makes a "postgres" server use this database instead of a
+	// new one, so several instances can share one store.
+	PostgresURL string
 }
 
 // lockedBuffer lets the race detector see concurrent log writes as safe.
@@ -79,7 +82,11 @@ func Start(t testing.TB, cfg *config.Config, opts Options) *Server {
 	case "", "sqlite":
 		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "latchkey.db"))
 	case "postgres":
-		st, err = postgres.Open(ctx, pgtest.NewDatabase(t))
+		dsn := opts.PostgresURL
+		if dsn == "" {
+			dsn = pgtest.NewDatabase(t)
+		}
+		st, err = postgres.Open(ctx, dsn)
 	default:
 		t.Fatalf("unknown backend %q", opts.Backend)
 	}
