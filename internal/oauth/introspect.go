@@ -255,7 +255,7 @@ func nonNil(m map[string][]string) map[string][]string {
 // accessTokenHook lets the access token web hook narrow the scopes and add
 // claims before a token is minted. Unknown scopes in removeScopes are
 // ignored; removing every scope refuses the flow.
-func (s *Service) accessTokenHook(ctx context.Context, client store.Client, subject string, scopes []string,
+func (s *Service) accessTokenHook(ctx context.Context, st store.Store, client store.Client, subject string, scopes []string,
 	hookParams map[string][]string) ([]string, map[string]any, error) {
 	h := s.Details.AccessHook
 	if !h.Enabled() {
@@ -265,7 +265,7 @@ func (s *Service) accessTokenHook(ctx context.Context, client store.Client, subj
 		UserClaims: map[string]any{}, ContextCustomParams: nonNil(hookParams)}
 	if subject != "" {
 		req.User = &webhook.ID{ID: subject}
-		if p, err := s.Store.GetPerson(ctx, subject); err == nil {
+		if p, err := st.GetPerson(ctx, subject); err == nil {
 			for attr, key := range s.Details.UserDetails {
 				if v, ok := personAttribute(p, attr); ok {
 					req.UserClaims[key] = v
@@ -275,6 +275,9 @@ func (s *Service) accessTokenHook(ctx context.Context, client store.Client, subj
 	}
 	var answer webhook.AccessTokenResponse
 	if err := h.Call(ctx, req, &answer); err != nil {
+		// st is the issuing transaction: writing through it (not s.Store)
+		// keeps SQLite's single writer free.
+		s.record(ctx, st, nil, events.OAuth{Type: EventWebhookFailed, ClientID: client.ID, AppName: client.Name, UserID: subject})
 		if h.FailClosed {
 			return nil, nil, &httpx.Error{Status: http.StatusInternalServerError, Code: ErrServerError,
 				Description: "The access token could not be issued.", Cause: err}

@@ -306,7 +306,7 @@ func newHook(t *testing.T, secret, answer string) *hookServer {
 		m.Write([]byte(ts + "." + string(body)))
 		if !hmac.Equal([]byte(hex.EncodeToString(m.Sum(nil))), []byte(mac)) {
 			t.Errorf("bad signature %q", sig)
-			http.Error(w, "bad signature", 401)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
 		var req map[string]any
@@ -424,7 +424,7 @@ func TestGroupPolicies(t *testing.T) {
 		defer mu.Unlock()
 		calls++
 		if fail || !strings.HasSuffix(r.URL.Path, "/report") {
-			http.Error(w, "down", 503)
+			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
 		io.WriteString(w, report)

@@ -153,7 +153,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		if is.grant != nil {
 			subject = is.grant.Subject
 		}
-		narrowed, claims, err := s.accessTokenHook(ctx, is.client, subject, is.scopes, data.HookParams)
+		narrowed, claims, err := s.accessTokenHook(ctx, st, is.client, subject, is.scopes, data.HookParams)
 		if err != nil {
 			return nil, store.Grant{}, err
 		}
