@@ -242,7 +242,11 @@ func personAttribute(p store.Person, attr string) (string, bool) {
 	case "status":
 		return p.Status, p.Status != ""
 	}
-	return "", false // custom attributes arrive with the person model of the import issue
+	if name, ok := strings.CutPrefix(attr, "custom."); ok {
+		v, ok := p.Custom[name]
+		return v, ok
+	}
+	return "", false
 }
 
 func nonNil(m map[string][]string) map[string][]string {

@@ -264,6 +264,24 @@ func TestUsageLimitRace(t *testing.T) {
 	})
 }
 
+func TestCustomAttributeMapping(t *testing.T) {
+	cfg := introspectConfig()
+	cfg.Introspection.UserDetails = map[string]string{"email": "mail", "custom.loyalty": "loyalty_level"}
+	s := servertest.Start(t, cfg, servertest.Options{})
+	p, _ := s.Store.GetPersonByEmail(t.Context(), personEmail)
+	if err := s.Store.UpdatePerson(t.Context(), p.ID, func(p store.Person) (store.Person, error) {
+		p.Custom = map[string]string{"loyalty": "gold", "hidden": "x"}
+		return p, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tok := personToken(t, s, "web", webSecret, "")
+	r := introspect(t, s, tok.AccessToken, nil)
+	if d := cmp.Diff(map[string]any{"mail": personEmail, "loyalty_level": "gold"}, r.json["user_details"]); d != "" {
+		t.Errorf("user_details under the configured mappings (-want +got):\n%s", d)
+	}
+}
+
 func TestRefreshUserDetails(t *testing.T) {
 	s := servertest.Start(t, introspectConfig(), servertest.Options{})
 	tok := personToken(t, s, "web", webSecret, "")

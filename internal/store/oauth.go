@@ -13,7 +13,8 @@ type Person struct {
 	PasswordHash string // PHC string; "" when the person has no password
 	FirstName    string
 	LastName     string
-	Status       string // CREATED | INVITED | ACTIVATED | BLOCKED | INACTIVE
+	Status       string            // CREATED | INVITED | ACTIVATED | BLOCKED | INACTIVE
+	Custom       map[string]string // custom attributes (name -> value); nil for none
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }

@@ -2,20 +2,30 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-const personColumns = `id, email, password_hash, first_name, last_name, status, created_at, updated_at`
+const personColumns = `id, email, password_hash, first_name, last_name, status, custom_attributes, created_at, updated_at`
 
 func scanPerson(s scanner) (store.Person, error) {
 	var p store.Person
+	var custom string
 	var created, updated int64
-	err := s.Scan(&p.ID, &p.Email, &p.PasswordHash, &p.FirstName, &p.LastName, &p.Status, &created, &updated)
+	if err := s.Scan(&p.ID, &p.Email, &p.PasswordHash, &p.FirstName, &p.LastName, &p.Status, &custom, &created, &updated); err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal([]byte(custom), &p.Custom); err != nil {
+		return p, err
+	}
+	if len(p.Custom) == 0 {
+		p.Custom = nil
+	}
 	p.CreatedAt, p.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return p, err
+	return p, nil
 }
 
 // CreatePerson inserts a person; the ID and the lower-cased email are unique.
@@ -27,9 +37,9 @@ func (db *DB) CreatePerson(ctx context.Context, p store.Person) error {
 	if p.UpdatedAt.IsZero() {
 		p.UpdatedAt = p.CreatedAt
 	}
-	_, err := db.exec(ctx, `INSERT INTO persons (`+personColumns+`, email_lower) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.Email, p.PasswordHash, p.FirstName, p.LastName, p.Status, micros(p.CreatedAt), micros(p.UpdatedAt),
-		strings.ToLower(p.Email))
+	_, err := db.exec(ctx, `INSERT INTO persons (`+personColumns+`, email_lower) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.Email, p.PasswordHash, p.FirstName, p.LastName, p.Status, stringMap(p.Custom), micros(p.CreatedAt),
+		micros(p.UpdatedAt), strings.ToLower(p.Email))
 	return err
 }
 
@@ -59,8 +69,9 @@ func (db *DB) UpdatePerson(ctx context.Context, id string, fn func(store.Person)
 		}
 		p.ID, p.CreatedAt, p.UpdatedAt = old.ID, old.CreatedAt, time.Now().UTC()
 		_, err = tx.exec(ctx, `UPDATE persons SET email = ?, email_lower = ?, password_hash = ?, first_name = ?,
-			last_name = ?, status = ?, updated_at = ? WHERE id = ?`,
-			p.Email, strings.ToLower(p.Email), p.PasswordHash, p.FirstName, p.LastName, p.Status, micros(p.UpdatedAt), id)
+			last_name = ?, status = ?, custom_attributes = ?, updated_at = ? WHERE id = ?`,
+			p.Email, strings.ToLower(p.Email), p.PasswordHash, p.FirstName, p.LastName, p.Status, stringMap(p.Custom),
+			micros(p.UpdatedAt), id)
 		return err
 	})
 }

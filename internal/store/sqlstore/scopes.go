@@ -30,7 +30,8 @@ func scanScope(s scanner) (store.Scope, error) {
 	return sc, nil
 }
 
-func descriptions(m map[string]string) string {
+// stringMap stores a string map as JSON text; nil and empty are "{}".
+func stringMap(m map[string]string) string {
 	if len(m) == 0 {
 		return "{}"
 	}
@@ -43,7 +44,7 @@ func (db *DB) CreateScope(ctx context.Context, s store.Scope) error {
 	now := micros(time.Now())
 	_, err := db.exec(ctx, `INSERT INTO scopes (`+scopeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
-		descriptions(s.Descriptions), now, now)
+		stringMap(s.Descriptions), now, now)
 	return err
 }
 
@@ -93,7 +94,7 @@ func (db *DB) ReplaceScope(ctx context.Context, s store.Scope) error {
 	return db.execOne(ctx, `UPDATE scopes SET authentication_level = ?, usage_limit = ?, service_endpoint = ?,
 		verification_failed_endpoint = ?, persistent_consent = ?, descriptions = ?, updated_at = ? WHERE id = ?`,
 		s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
-		descriptions(s.Descriptions), micros(time.Now()), s.ID)
+		stringMap(s.Descriptions), micros(time.Now()), s.ID)
 }
 
 // DeleteScope removes a scope.

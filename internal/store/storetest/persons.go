@@ -12,7 +12,7 @@ import (
 
 func person(id, email string) store.Person {
 	return store.Person{ID: id, Email: email, PasswordHash: "$argon2id$x", FirstName: "Jane", LastName: "Doe",
-		Status: "ACTIVATED", CreatedAt: t0, UpdatedAt: t0}
+		Status: "ACTIVATED", Custom: map[string]string{"loyalty": "gold"}, CreatedAt: t0, UpdatedAt: t0}
 }
 
 func testPersons(t *testing.T, s store.Store) {
@@ -36,14 +36,14 @@ func testPersons(t *testing.T, s store.Store) {
 		t.Errorf("unknown email: %v, want ErrNotFound", err)
 	}
 	err = s.UpdatePerson(ctx(), "p1", func(p store.Person) (store.Person, error) {
-		p.FirstName, p.PasswordHash = "Janet", "$argon2id$new"
+		p.FirstName, p.PasswordHash, p.Custom = "Janet", "$argon2id$new", map[string]string{"tier": "2"}
 		return p, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ = s.GetPerson(ctx(), "p1")
-	if got.FirstName != "Janet" || got.PasswordHash != "$argon2id$new" || !got.CreatedAt.Equal(t0) {
+	if got.FirstName != "Janet" || got.PasswordHash != "$argon2id$new" || got.Custom["tier"] != "2" || !got.CreatedAt.Equal(t0) {
 		t.Errorf("after update: %+v", got)
 	}
 	boom := errors.New("boom")

@@ -1,0 +1,1 @@
+ALTER TABLE persons ADD COLUMN custom_attributes TEXT NOT NULL DEFAULT '{}';
