@@ -237,3 +237,42 @@ type Scopes interface {
 	ReplaceScope(ctx context.Context, s Scope) error
 	DeleteScope(ctx context.Context, id string) error
 }
+
+// Device code statuses.
+const (
+	DevicePending  = "pending"
+	DeviceApproved = "approved"
+	DeviceDenied   = "denied"
+	DeviceUsed     = "used"
+)
+
+// DeviceCode is a device authorization (RFC 8628), stored under the keyed
+// hash of the device code; the user code is unique among stored codes.
+type DeviceCode struct {
+	Hash         []byte
+	UserCode     string // 8 characters of BCDFGHJKLMNPQRSTVWXZ, no dash
+	ClientID     string
+	Scopes       []string
+	IDP          string
+	Interval     int // seconds between polls; grows by 5 at every slow_down
+	LastPolledAt time.Time
+	Status       string // DevicePending | DeviceApproved | DeviceDenied | DeviceUsed
+	Subject      string // the person who approved
+	AuthLevel    int
+	AMR          []string
+	ApprovedBy   string // "browser" | "app"
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+}
+
+// DeviceCodes stores device authorizations.
+type DeviceCodes interface {
+	// CreateDeviceCode returns ErrConflict when the user code (or hash) is taken.
+	CreateDeviceCode(ctx context.Context, d DeviceCode) error
+	GetDeviceCode(ctx context.Context, hash []byte) (DeviceCode, error)
+	GetDeviceCodeByUserCode(ctx context.Context, userCode string) (DeviceCode, error)
+	// UpdateDeviceCode reads the code, applies fn and writes the result in one
+	// transaction that holds the row, so concurrent polls and approvals
+	// serialise. fn's error is returned after a rollback.
+	UpdateDeviceCode(ctx context.Context, hash []byte, fn func(DeviceCode) (DeviceCode, error)) (DeviceCode, error)
+}

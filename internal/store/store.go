@@ -76,6 +76,7 @@ type Store interface {
 	Throttle
 	Events
 	Scopes
+	DeviceCodes
 
 	// Tx runs fn inside one transaction: fn's Store sees and writes only
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.

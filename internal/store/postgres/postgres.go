@@ -49,7 +49,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	d := &sqlstore.Dialect{Name: "postgres", NumberedPlaceholders: true, Translate: translate,
-		Migrations: ms, LockMigrations: migrationLock}
+		Migrations: ms, LockMigrations: migrationLock, ForUpdate: " FOR UPDATE"}
 	s := &Store{sqlstore.New(d, db, nil)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()

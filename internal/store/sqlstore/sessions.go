@@ -182,6 +182,7 @@ func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 		`DELETE FROM auth_requests WHERE expires_at < ?`,
 		`DELETE FROM sessions WHERE expires_at < ?`,
 		`DELETE FROM auth_codes WHERE expires_at < ?`,
+		`DELETE FROM device_codes WHERE expires_at < ?`,
 		`DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE expires_at < ?)`,
 		`DELETE FROM grants WHERE expires_at < ?`,
 	} {

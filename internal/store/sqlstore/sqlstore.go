@@ -34,6 +34,10 @@ type Dialect struct {
 	LockMigrations string
 	// BeginTx starts a read-write transaction (SQLite: BEGIN IMMEDIATE via the DSN).
 	TxOptions *sql.TxOptions
+	// ForUpdate locks the rows a SELECT reads until the transaction ends
+	// (" FOR UPDATE" on PostgreSQL; "" on SQLite, whose writer transaction
+	// already excludes every other writer).
+	ForUpdate string
 }
 
 // Migration is one numbered schema change.

@@ -38,6 +38,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"Events", testEvents},
 		{"DeleteExpired", testDeleteExpired},
 		{"Scopes", testScopes},
+		{"DeviceCodes", testDeviceCodes},
 		{"TxCommit", testTxCommit},
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
@@ -60,6 +61,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"UpsertClientRace", testUpsertClientRace},
 		{"CreatePersonRace", testCreatePersonRace},
 		{"CreateScopeRace", testCreateScopeRace},
+		{"DeviceCodeRace", testDeviceCodeRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
