@@ -80,6 +80,9 @@ func (p *Pages) NeedsInteraction(ctx context.Context, client store.Client, ar *o
 	if !client.ConsentRequired {
 		return false, nil
 	}
+	if ar.DeviceUserCode != "" {
+		return true, nil // consent at every device authorization (shared/spec/NOTES.md)
+	}
 	consents, err := p.Store.ListConsents(ctx, s.PersonID, client.ID)
 	if err != nil {
 		return false, err
@@ -340,8 +343,13 @@ func (p *Pages) ConsentPage(w http.ResponseWriter, r *http.Request) error {
 	for i, s := range ar.Scopes {
 		views[i] = scopeView{Name: s, Description: scopes.Description(byID[s], ar.Language)}
 	}
-	p.render(w, http.StatusOK, "consent.html", &pageData{Lang: lang, T: t, Action: PathConsent, Request: id,
-		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), PersonEmail: person.Email, Scopes: views})
+	page := "consent.html"
+	if ar.DeviceUserCode != "" {
+		page = "device_consent.html"
+	}
+	p.render(w, http.StatusOK, page, &pageData{Lang: lang, T: t, Action: PathConsent, Request: id,
+		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), PersonEmail: person.Email, Scopes: views,
+		UserCode: oauth.FormatUserCode(ar.DeviceUserCode)})
 	return nil
 }
 

@@ -28,6 +28,9 @@ type AuthorizeRequest struct {
 	AppView             string              `json:"app_view,omitempty"`
 	Language            string              `json:"language,omitempty"`
 	HookParams          map[string][]string `json:"hook_context_custom_params,omitempty"`
+	// DeviceUserCode marks a device verification: the hosted pages approve
+	// that device instead of issuing a code.
+	DeviceUserCode string `json:"device_user_code,omitempty"`
 }
 
 // Error codes of RFC 6749 sections 4.1.2.1 and 5.2.

@@ -146,6 +146,12 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 		return "", err
 	}
 	now := s.Now().UTC()
+	if ar.DeviceUserCode != "" {
+		if err := s.DecideDevice(ctx, r, ar.DeviceUserCode, true, sess.PersonID, sess.AuthLevel, sess.AMR, "browser"); err != nil {
+			return DeviceStatusURL(deviceStatus(err)), nil
+		}
+		return DeviceStatusURL("approved"), nil
+	}
 	if ar.ResponseType == "token" {
 		return s.completeImplicit(ctx, r, client, ar, sess, data)
 	}
@@ -210,8 +216,31 @@ func (s *Service) ErrorRedirect(ar *AuthorizeRequest, aerr *AuthorizeError) stri
 	return addQuery(aerr.RedirectURI, v)
 }
 
+// DeviceStatusURL is the status page of the device verification.
+func DeviceStatusURL(status string) string {
+	return PathDeviceVerification + "?status=" + url.QueryEscape(status)
+}
+
+// deviceStatus names the status page for a failed decision.
+func deviceStatus(err error) string {
+	switch {
+	case errors.Is(err, ErrUserCodeExpired):
+		return "expired"
+	case errors.Is(err, ErrUserCodeDecided):
+		return "authorized"
+	default:
+		return "invalid"
+	}
+}
+
 // DenyRedirect answers access_denied to the client (the person said no).
 func (s *Service) DenyRedirect(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, personID string) string {
+	if ar.DeviceUserCode != "" {
+		if err := s.DecideDevice(ctx, r, ar.DeviceUserCode, false, personID, 0, nil, "browser"); err != nil {
+			return DeviceStatusURL(deviceStatus(err))
+		}
+		return DeviceStatusURL("denied")
+	}
 	s.record(ctx, s.Store, r, events.OAuth{Type: events.AuthzRequestDenied, ClientID: client.ID, AppName: client.Name, UserID: personID})
 	return s.ErrorRedirect(ar, &AuthorizeError{Code: ErrAccessDenied, Description: "The person denied the request.",
 		Redirect: true, RedirectURI: ar.RedirectURI, State: ar.State})

@@ -47,6 +47,7 @@ type Service struct {
 	Log       *slog.Logger
 
 	CodeLifetime        time.Duration // default 60 s
+	DeviceCodeLifetime  time.Duration // default 10 min
 	AuthRequestLifetime time.Duration // how long a person has to log in and consent; default 30 min
 }
 

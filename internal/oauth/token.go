@@ -46,6 +46,8 @@ func (s *Service) Token(w http.ResponseWriter, r *http.Request) error {
 		grant = s.refresh
 	case config.GrantPassword:
 		grant = s.passwordGrant
+	case config.GrantDeviceCode:
+		grant = s.pollDevice
 	case "":
 		s.record(r.Context(), s.Store, r, events.OAuth{Type: events.TokenRequestInvalid, ClientID: client.ID})
 		return badRequest(ErrInvalidRequest, "The grant_type parameter is required.")

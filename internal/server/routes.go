@@ -21,6 +21,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 		mux.Handle("POST "+prefix+"/revoke", oauthAPI(s.oauth.Revoke))
 	}
 	mux.Handle("POST /oauth/api/v2/token/introspect", oauthAPI(s.oauth.Introspect))
+	mux.Handle("POST /oauth/device_authorization", oauthAPI(s.oauth.DeviceAuthorization))
+	mux.Handle("POST /oauth/device_authorization/approve", oauthAPI(s.oauth.Approve))
+	mux.Handle("GET /oauth/device_authorization/verification", page(s.pages.DevicePage))
+	mux.Handle("POST /oauth/device_authorization/verification", page(s.pages.DeviceSubmit))
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauth.Metadata)
 
 	// Scope configuration API (shared/spec/interface.md, "Scopes API").

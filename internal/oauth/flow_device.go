@@ -1,0 +1,375 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// Device flow paths and constants (RFC 8628, shared/spec/interface.md).
+const (
+	PathDeviceVerification = "/oauth/device_authorization/verification"
+	PathDeviceApprove      = "/oauth/device_authorization/approve"
+	DeviceApproveScope     = "access:device-authorization:approve"
+	// UserCodeAlphabet has no vowels (no words) and no look-alike digits.
+	UserCodeAlphabet   = "BCDFGHJKLMNPQRSTVWXZ"
+	userCodeLen        = 8
+	deviceInterval     = 5 // seconds (RFC 8628 section 3.2 default and the spec's minimum)
+	slowDownStep       = 5 // seconds added at every slow_down (RFC 8628 section 3.5)
+	defaultDeviceLife  = 10 * time.Minute
+	errAuthzPending    = "authorization_pending"
+	errSlowDown        = "slow_down"
+	errExpiredToken    = "expired_token"
+	errAlreadyApproved = "already_authorized"
+)
+
+// Device flow events (shared/spec/oauth-event-types.txt and ours).
+const (
+	EventDeviceCodeCreated      = "DEVICE_AUTHZ_REQUEST_DEVICE_CODE_CREATED"
+	EventDeviceRequestInvalid   = "DEVICE_AUTHZ_REQUEST_INVALID"
+	EventDeviceInvalidClient    = "DEVICE_AUTHZ_REQUEST_INVALID_CLIENT"
+	EventDeviceScopeInvalid     = "DEVICE_AUTHZ_REQUEST_SCOPE_INVALID"
+	EventDeviceGrantCreated     = "AUTHZ_REQUEST_DEVICE_GRANT_CREATED"
+	EventDeviceTokenCreated     = "TOKEN_REQUEST_DEVICE_CODE_ACCESS_TOKEN_CREATED"
+	EventDeviceApprovedInApp    = "DEVICE_AUTHZ_APPROVED_IN_APP"     // latchkey's own
+	EventDeviceDenied           = "DEVICE_AUTHZ_DENIED"              // latchkey's own
+	EventDeviceUserCodeWrong    = "DEVICE_AUTHZ_USER_CODE_INVALID"   // latchkey's own
+	EventDeviceUserCodeThrottle = "DEVICE_AUTHZ_USER_CODE_THROTTLED" // latchkey's own
+	EventDeviceExpired          = "DEVICE_AUTHZ_EXPIRED"             // latchkey's own
+)
+
+func (s *Service) deviceLifetime() time.Duration {
+	if s.DeviceCodeLifetime > 0 {
+		return s.DeviceCodeLifetime
+	}
+	return defaultDeviceLife
+}
+
+// NewUserCode draws 8 characters from UserCodeAlphabet with crypto/rand,
+// rejecting bytes >= 240 so that every character is equally likely (no modulo bias).
+func NewUserCode() string {
+	out := make([]byte, 0, userCodeLen)
+	var buf [16]byte
+	for len(out) < userCodeLen {
+		if _, err := rand.Read(buf[:]); err != nil {
+			panic(err) // crypto/rand does not fail on supported platforms
+		}
+		for _, b := range buf {
+			if b < 240 && len(out) < userCodeLen {
+				out = append(out, UserCodeAlphabet[int(b)%len(UserCodeAlphabet)])
+			}
+		}
+	}
+	return string(out)
+}
+
+// NormalizeUserCode accepts a user code as people type it (lower case,
+// with a dash or spaces) and returns its canonical 8 characters, or "".
+func NormalizeUserCode(s string) string {
+	if len(s) > 32 {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range strings.ToUpper(s) {
+		switch {
+		case r == '-' || r == ' ':
+		case strings.ContainsRune(UserCodeAlphabet, r):
+			b.WriteRune(r)
+		default:
+			return ""
+		}
+	}
+	if b.Len() != userCodeLen {
+		return ""
+	}
+	return b.String()
+}
+
+// FormatUserCode shows a code to people as XXXX-XXXX.
+func FormatUserCode(c string) string {
+	if len(c) != userCodeLen {
+		return c
+	}
+	return c[:4] + "-" + c[4:]
+}
+
+// DeviceResponse is RFC 8628 section 3.2.
+type DeviceResponse struct {
+	DeviceCode              string `json:"device_code"`
+	UserCode                string `json:"user_code"`
+	VerificationURI         string `json:"verification_uri"`
+	VerificationURIComplete string `json:"verification_uri_complete"`
+	ExpiresIn               int64  `json:"expires_in"`
+	Interval                int    `json:"interval"`
+}
+
+// DeviceAuthorization is POST /oauth/device_authorization.
+func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
+		return err
+	}
+	form, err := httpx.Single(r.PostForm, "client_id", "scope", "idp")
+	if err != nil {
+		return err
+	}
+	if form["client_id"] == "" && r.Header.Get("Authorization") == "" {
+		s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceRequestInvalid})
+		return badRequest(ErrInvalidRequest, "The client_id parameter is required.")
+	}
+	// Public clients send only client_id; confidential clients authenticate
+	// (RFC 8628 section 3.1, RFC 6749 section 3.2.1).
+	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathDevice)
+	if err != nil {
+		s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: truncateID(form["client_id"])})
+		return clientError(err)
+	}
+	if !allowsGrant(client, config.GrantDeviceCode) {
+		s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
+		return badRequest(ErrUnauthorizedClient, "The client may not use the device flow.")
+	}
+	requested, desc := ParseScope(form["scope"])
+	var scopes []string
+	if desc == "" {
+		scopes, desc = AllowedScopes(client, requested)
+	}
+	if desc != "" {
+		s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
+		return badRequest(ErrInvalidScope, desc)
+	}
+	if len(form["idp"]) > maxParamLen {
+		return badRequest(ErrInvalidRequest, "The idp parameter is too long.")
+	}
+	now := s.Now().UTC()
+	value, hash := s.Hasher.Mint(token.DeviceCode)
+	d := store.DeviceCode{Hash: hash, ClientID: client.ID, Scopes: scopes, IDP: form["idp"], Interval: deviceInterval,
+		Status: store.DevicePending, CreatedAt: now, ExpiresAt: now.Add(s.deviceLifetime())}
+	// A user code collides with a live one with probability n/20^8; retry a few times.
+	for attempt := 0; ; attempt++ {
+		d.UserCode = NewUserCode()
+		err = s.Store.Tx(ctx, func(tx store.Store) error {
+			if err := tx.CreateDeviceCode(ctx, d); err != nil {
+				return err
+			}
+			return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: EventDeviceCodeCreated, ClientID: client.ID, AppName: client.Name})
+		})
+		if !errors.Is(err, store.ErrConflict) || attempt == 4 {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	verification := s.Issuer + PathDeviceVerification
+	httpx.NoStore(w)
+	httpx.WriteJSON(w, http.StatusOK, DeviceResponse{
+		DeviceCode: value, UserCode: d.UserCode, VerificationURI: verification,
+		VerificationURIComplete: verification + "?" + url.Values{"user_code": {d.UserCode}}.Encode(),
+		ExpiresIn:               int64(s.deviceLifetime() / time.Second), Interval: deviceInterval,
+	})
+	return nil
+}
+
+// pollOutcome is what a poll decided inside the locked update.
+type pollOutcome int
+
+const (
+	pollPending pollOutcome = iota
+	pollSlowDown
+	pollIssue
+)
+
+// pollDevice is the device_code grant (RFC 8628 section 3.4 and 3.5).
+func (s *Service) pollDevice(r *http.Request, client store.Client, form map[string]string) (*TokenResponse, error) {
+	ctx := r.Context()
+	if form["device_code"] == "" {
+		return nil, badRequest(ErrInvalidRequest, "The device_code parameter is required.")
+	}
+	hash := s.Hasher.HashOf(token.DeviceCode, form["device_code"])
+	now := s.Now().UTC()
+	var outcome pollOutcome
+	d, err := s.Store.UpdateDeviceCode(ctx, hash, func(d store.DeviceCode) (store.DeviceCode, error) {
+		switch {
+		case d.ClientID != client.ID:
+			return d, badRequest(ErrInvalidGrant, "The device code is invalid.")
+		case d.Status == store.DeviceUsed:
+			return d, badRequest(ErrInvalidGrant, "The device code was already used.")
+		case !now.Before(d.ExpiresAt):
+			return d, badRequest(errExpiredToken, "The device code has expired.")
+		case d.Status == store.DeviceDenied:
+			return d, badRequest(ErrAccessDenied, "The person denied the request.")
+		case d.Status == store.DeviceApproved:
+			d.Status, outcome = store.DeviceUsed, pollIssue
+			return d, nil
+		}
+		ref := d.LastPolledAt
+		if ref.IsZero() {
+			ref = d.CreatedAt
+		}
+		d.LastPolledAt = now
+		if now.Sub(ref) < time.Duration(d.Interval)*time.Second {
+			d.Interval += slowDownStep
+			outcome = pollSlowDown
+		}
+		return d, nil
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, badRequest(ErrInvalidGrant, "The device code is invalid.")
+	case err != nil:
+		var he *httpx.Error
+		if errors.As(err, &he) && he.Code == errExpiredToken {
+			s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceExpired, ClientID: client.ID, AppName: client.Name})
+		}
+		return nil, err
+	case outcome == pollPending:
+		return nil, badRequest(errAuthzPending, "The authorization request is still pending")
+	case outcome == pollSlowDown:
+		return nil, badRequest(errSlowDown, "Polling too fast: wait the interval between requests.")
+	}
+	var resp *TokenResponse
+	err = s.Store.Tx(ctx, func(tx store.Store) error {
+		var g store.Grant
+		var err error
+		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: d.Subject, scopes: d.Scopes, requested: d.Scopes,
+			authLevel: d.AuthLevel, amr: d.AMR, refresh: allowsGrant(client, config.GrantRefreshToken)})
+		if err != nil {
+			return err
+		}
+		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: EventDeviceTokenCreated, ClientID: client.ID,
+			AppName: client.Name, UserID: d.Subject, TransactionID: g.ID})
+	})
+	return resp, err
+}
+
+// ErrDeviceCodeGone: the user code is unknown, used, or expired.
+var (
+	ErrUserCodeUnknown = errors.New("oauth: unknown user code")
+	ErrUserCodeExpired = errors.New("oauth: user code expired")
+	ErrUserCodeDecided = errors.New("oauth: device already authorized or denied")
+)
+
+// LookupUserCode returns the pending device authorization of a user code.
+func (s *Service) LookupUserCode(ctx context.Context, userCode string) (store.DeviceCode, error) {
+	code := NormalizeUserCode(userCode)
+	if code == "" {
+		return store.DeviceCode{}, ErrUserCodeUnknown
+	}
+	d, err := s.Store.GetDeviceCodeByUserCode(ctx, code)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return d, ErrUserCodeUnknown
+	case err != nil:
+		return d, err
+	case !s.Now().Before(d.ExpiresAt):
+		return d, ErrUserCodeExpired
+	case d.Status != store.DevicePending:
+		return d, ErrUserCodeDecided
+	}
+	return d, nil
+}
+
+// DecideDevice approves (for the session's person) or denies a pending
+// device authorization.
+func (s *Service) DecideDevice(ctx context.Context, r *http.Request, userCode string, approve bool, subject string, level int,
+	amr []string, by string) error {
+	d, err := s.LookupUserCode(ctx, userCode)
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	d, err = s.Store.UpdateDeviceCode(ctx, d.Hash, func(d store.DeviceCode) (store.DeviceCode, error) {
+		switch {
+		case !now.Before(d.ExpiresAt):
+			return d, ErrUserCodeExpired
+		case d.Status != store.DevicePending:
+			return d, ErrUserCodeDecided
+		}
+		if approve {
+			d.Status, d.Subject, d.AuthLevel, d.AMR, d.ApprovedBy = store.DeviceApproved, subject, level, amr, by
+		} else {
+			d.Status, d.Subject = store.DeviceDenied, subject
+		}
+		return d, nil
+	})
+	if err != nil {
+		return err
+	}
+	typ := EventDeviceDenied
+	switch {
+	case approve && by == "app":
+		typ = EventDeviceApprovedInApp
+	case approve:
+		typ = EventDeviceGrantCreated
+	}
+	s.record(ctx, s.Store, r, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: subject})
+	return nil
+}
+
+// Approve is POST /oauth/device_authorization/approve?user_code=...: an app
+// approves a device for its own person with its access token.
+func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	userCode := r.URL.Query().Get("user_code")
+	bearer := ""
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		bearer = strings.TrimSpace(h[7:])
+	}
+	if bearer == "" {
+		e := oauthError(http.StatusUnauthorized, ErrInvalidRequest, "An access token is required (Authorization: Bearer).")
+		e.Header = map[string]string{"WWW-Authenticate": `Bearer realm="latchkey"`}
+		return e
+	}
+	if userCode == "" {
+		return badRequest(ErrInvalidRequest, "The user_code parameter is required.")
+	}
+	t, err := s.Store.GetToken(ctx, s.Hasher.HashOf(token.AccessToken, bearer))
+	now := s.Now()
+	if errors.Is(err, store.ErrNotFound) || err == nil && (!t.RevokedAt.IsZero() || !now.Before(t.ExpiresAt) || t.Kind != store.KindAccess) {
+		e := oauthError(http.StatusUnauthorized, "invalid_token", "The access token is not active.")
+		e.Header = map[string]string{"WWW-Authenticate": `Bearer realm="latchkey", error="invalid_token"`}
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(t.Scopes, DeviceApproveScope) || t.Subject == "" {
+		return oauthError(http.StatusForbidden, ErrAccessDenied, "The access token does not carry "+DeviceApproveScope+" for a person.")
+	}
+	d, err := s.LookupUserCode(ctx, userCode)
+	if err == nil {
+		g, gerr := s.Store.GetGrant(ctx, t.GrantID)
+		if gerr != nil {
+			return gerr
+		}
+		for _, sc := range d.Scopes {
+			if !slices.Contains(g.Scopes, sc) {
+				return oauthError(http.StatusForbidden, "insufficient_scope", "The app's grant does not cover the scope "+sc+" the device asks for.")
+			}
+		}
+		err = s.DecideDevice(ctx, r, userCode, true, t.Subject, g.AuthLevel, g.AMR, "app")
+	}
+	switch {
+	case errors.Is(err, ErrUserCodeUnknown):
+		return badRequest(ErrInvalidGrant, "The user code is invalid.")
+	case errors.Is(err, ErrUserCodeExpired):
+		return badRequest(errExpiredToken, "The user code has expired.")
+	case errors.Is(err, ErrUserCodeDecided):
+		return badRequest(errAlreadyApproved, "The device was already authorized.")
+	case err != nil:
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
