@@ -16,7 +16,7 @@ import (
 // attacker tries 1,000 codes a minute, and with a thousand live codes needs
 // on the order of 10^4 years to hit one.
 const (
-	DeviceThrottleWindow = 10 * time.Minute
+	DeviceThrottleWindow = 5 * time.Minute
 	MaxWrongCodesPerIP   = 20
 	globalThrottleWindow = time.Minute
 	MaxWrongCodesGlobal  = 1000

@@ -1,0 +1,321 @@
+package oauth_test
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/login"
+	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/server/servertest"
+)
+
+const deviceGrant = "urn:ietf:params:oauth:grant-type:device_code"
+
+func deviceConfig() *config.Config {
+	cfg := introspectConfig()
+	no := false
+	cfg.Clients = append(cfg.Clients,
+		config.Client{ClientID: "tv", TokenEndpointAuthMethod: "none", GrantTypes: []string{deviceGrant, "refresh_token"},
+			Scopes: []string{"read", "write"}, ConsentRequired: &no},
+		config.Client{ClientID: "tv2", TokenEndpointAuthMethod: "none", GrantTypes: []string{deviceGrant}, Scopes: []string{"read"}},
+		config.Client{ClientID: "app", ClientSecret: "app-secret-app-secret", RedirectURIs: []string{redirect},
+			GrantTypes: []string{"authorization_code"}, Scopes: []string{"read", oauth.DeviceApproveScope}, ConsentRequired: &no})
+	return cfg
+}
+
+func deviceAuth(t *testing.T, s *servertest.Server, client, scope string) oauth.DeviceResponse {
+	t.Helper()
+	r := post(t, s, "/oauth/device_authorization", url.Values{"client_id": {client}, "scope": {scope}}, "", "")
+	if r.status != 200 {
+		t.Fatalf("device authorization: %d %s", r.status, r.body)
+	}
+	var d oauth.DeviceResponse
+	if err := json.Unmarshal([]byte(r.body), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func poll(t *testing.T, s *servertest.Server, client, deviceCode string) answer {
+	t.Helper()
+	return post(t, s, "/oauth/token", url.Values{"grant_type": {deviceGrant}, "device_code": {deviceCode}, "client_id": {client}}, "", "")
+}
+
+func approveInApp(t *testing.T, s *servertest.Server, bearer, userCode string) answer {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.URL+"/oauth/device_authorization/approve?user_code="+url.QueryEscape(userCode), nil)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a answer
+	a.status, a.header = resp.StatusCode, resp.Header
+	_ = json.NewDecoder(resp.Body).Decode(&a.json)
+	return a
+}
+
+// appToken is a person token of the "app" client with scopes.
+func appToken(t *testing.T, s *servertest.Server, scopes ...string) *oauth2.Token {
+	t.Helper()
+	cfg := oauthConfig(s, "app", "app-secret-app-secret", oauth2.AuthStyleInHeader)
+	cfg.Scopes = scopes
+	verifier := oauth2.GenerateVerifier()
+	back := authorize(t, s, browser(t, s), cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)))
+	tok, err := cfg.Exchange(clientCtx(s), back.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func TestDeviceAuthorizationResponse(t *testing.T) {
+	s := servertest.Start(t, deviceConfig(), servertest.Options{})
+	d := deviceAuth(t, s, "tv", "read")
+	if len(d.UserCode) != 8 || strings.Trim(d.UserCode, oauth.UserCodeAlphabet) != "" {
+		t.Errorf("user_code %q: want 8 characters of %s", d.UserCode, oauth.UserCodeAlphabet)
+	}
+	if d.VerificationURI != s.URL+"/oauth/device_authorization/verification" ||
+		d.VerificationURIComplete != d.VerificationURI+"?user_code="+d.UserCode || d.ExpiresIn != 600 || d.Interval != 5 ||
+		!strings.HasPrefix(d.DeviceCode, "lk_dc_") {
+		t.Errorf("response %+v", d)
+	}
+	for name, tc := range map[string]struct {
+		form   url.Values
+		status int
+		code   string
+	}{
+		"missing client_id":                 {url.Values{}, 400, "invalid_request"},
+		"unknown client":                    {url.Values{"client_id": {"nobody"}}, 401, "invalid_client"},
+		"client without the device grant":   {url.Values{"client_id": {"spa"}}, 400, "unauthorized_client"},
+		"scope not allowed":                 {url.Values{"client_id": {"tv"}, "scope": {"admin"}}, 400, "invalid_scope"},
+		"confidential client without creds": {url.Values{"client_id": {"web"}}, 401, "invalid_client"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := post(t, s, "/oauth/device_authorization", tc.form, "", "")
+			if r.status != tc.status || r.json["error"] != tc.code {
+				t.Errorf("got %d %s, want %d %s", r.status, r.body, tc.status, tc.code)
+			}
+		})
+	}
+}
+
+func TestUserCodes(t *testing.T) {
+	counts := map[byte]int{}
+	for range 2000 {
+		c := oauth.NewUserCode()
+		if len(c) != 8 {
+			t.Fatalf("code %q", c)
+		}
+		for i := range c {
+			counts[c[i]]++
+		}
+	}
+	if len(counts) != len(oauth.UserCodeAlphabet) {
+		t.Errorf("%d distinct characters in 16,000 draws, want all %d", len(counts), len(oauth.UserCodeAlphabet))
+	}
+	for in, want := range map[string]string{"BCDF-GHJK": "BCDFGHJK", "bcdfghjk": "BCDFGHJK", " bcdf ghjk ": "BCDFGHJK",
+		"BCDFGHJ": "", "BCDFGHJKL": "", "ABCDEFGH": "", "BCDF_GHJK": "", "": ""} {
+		if got := oauth.NormalizeUserCode(in); got != want {
+			t.Errorf("NormalizeUserCode(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzNormalizeUserCode(f *testing.F) {
+	for _, s := range []string{"BCDF-GHJK", "bcdfghjk", "ÄÖÜ", strings.Repeat("B", 40)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c := oauth.NormalizeUserCode(s)
+		if c != "" && (len(c) != 8 || strings.Trim(c, oauth.UserCodeAlphabet) != "") {
+			t.Fatalf("NormalizeUserCode(%q) = %q", s, c)
+		}
+	})
+}
+
+func TestDevicePolling(t *testing.T) {
+	forEachBackend2(t, func(t *testing.T, s *servertest.Server) {
+		clock := s.Clock
+		d := deviceAuth(t, s, "tv", "read")
+		if r := poll(t, s, "tv", d.DeviceCode); r.status != 400 || r.json["error"] != "slow_down" {
+			t.Errorf("a poll before the interval: %d %s, want slow_down", r.status, r.body)
+		}
+		clock.Advance(10 * time.Second) // the interval grew to 10 s
+		r := poll(t, s, "tv", d.DeviceCode)
+		if r.status != 400 || r.json["error"] != "authorization_pending" || r.json["error_description"] != "The authorization request is still pending" {
+			t.Errorf("waiting: %d %s", r.status, r.body)
+		}
+		clock.Advance(5 * time.Second)
+		if r := poll(t, s, "tv", d.DeviceCode); r.json["error"] != "slow_down" {
+			t.Errorf("5 s after the last poll with a 10 s interval: %s, want slow_down", r.body)
+		}
+		clock.Advance(15 * time.Second)
+		if r := poll(t, s, "tv2", d.DeviceCode); r.status != 400 || r.json["error"] != "invalid_grant" {
+			t.Errorf("the device code of another client: %d %s", r.status, r.body)
+		}
+		if r := poll(t, s, "tv", "lk_dc_unknown"); r.json["error"] != "invalid_grant" {
+			t.Errorf("unknown device code: %s", r.body)
+		}
+		if r := post(t, s, "/oauth/token", url.Values{"grant_type": {deviceGrant}, "client_id": {"tv"}}, "", ""); r.json["error"] != "invalid_request" {
+			t.Errorf("missing device_code: %s", r.body)
+		}
+		// In-app approval, then exactly one poll gets the tokens.
+		app := appToken(t, s, "read", oauth.DeviceApproveScope)
+		if r := approveInApp(t, s, app.AccessToken, strings.ToLower(oauth.FormatUserCode(d.UserCode))); r.status != 204 {
+			t.Fatalf("approve: %d %v", r.status, r.json)
+		}
+		if r := approveInApp(t, s, app.AccessToken, d.UserCode); r.status != 400 || r.json["error"] != "already_authorized" {
+			t.Errorf("approve twice: %d %v", r.status, r.json)
+		}
+		clock.Advance(15 * time.Second)
+		r = poll(t, s, "tv", d.DeviceCode)
+		if r.status != 200 || !strings.HasPrefix(r.json["access_token"].(string), "lk_at_") || !strings.HasPrefix(r.json["refresh_token"].(string), "lk_rt_") {
+			t.Fatalf("first poll after approval: %d %s", r.status, r.body)
+		}
+		clock.Advance(15 * time.Second)
+		if r := poll(t, s, "tv", d.DeviceCode); r.json["error"] != "invalid_grant" {
+			t.Errorf("second poll after approval: %s, want invalid_grant", r.body)
+		}
+		// Expiry.
+		d2 := deviceAuth(t, s, "tv", "read")
+		clock.Advance(11 * time.Minute)
+		if r := poll(t, s, "tv", d2.DeviceCode); r.json["error"] != "expired_token" {
+			t.Errorf("after 11 minutes: %s, want expired_token", r.body)
+		}
+		if r := approveInApp(t, s, appToken(t, s, "read", oauth.DeviceApproveScope).AccessToken, d2.UserCode); r.json["error"] != "expired_token" {
+			t.Errorf("approving an expired code: %v", r.json)
+		}
+	})
+}
+
+// forEachBackend2 runs fn on each store with deviceConfig and an injected clock.
+func forEachBackend2(t *testing.T, fn func(t *testing.T, s *servertest.Server)) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			fn(t, servertest.Start(t, deviceConfig(), servertest.Options{Backend: backend, Clock: servertest.NewClock(time.Now())}))
+		})
+	}
+}
+
+func TestInAppApprovalRefusals(t *testing.T) {
+	s := servertest.Start(t, deviceConfig(), servertest.Options{})
+	d := deviceAuth(t, s, "tv", "read write")
+	withApprove := appToken(t, s, "read", oauth.DeviceApproveScope).AccessToken
+	withoutApprove := appToken(t, s, "read").AccessToken
+	cc := post(t, s, "/oauth/token", url.Values{"grant_type": {"client_credentials"}}, "other", "other-secret-other-secret").json["access_token"].(string)
+	for name, tc := range map[string]struct {
+		bearer, code string
+		status       int
+		err          string
+	}{
+		"no token":                        {"", d.UserCode, 401, "invalid_request"},
+		"no user code":                    {withApprove, "", 400, "invalid_request"},
+		"unknown token":                   {"lk_at_nope", d.UserCode, 401, "invalid_token"},
+		"token without the approve scope": {withoutApprove, d.UserCode, 403, "access_denied"},
+		"client credentials token":        {cc, d.UserCode, 403, "access_denied"},
+		"grant lacks a device scope":      {withApprove, d.UserCode, 403, "insufficient_scope"},
+		"unknown user code":               {withApprove, "BBBB-BBBB", 400, "invalid_grant"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := approveInApp(t, s, tc.bearer, tc.code)
+			if r.status != tc.status || r.json["error"] != tc.err {
+				t.Errorf("got %d %v, want %d %s", r.status, r.json, tc.status, tc.err)
+			}
+		})
+	}
+}
+
+func TestConcurrentPollsIssueOnce(t *testing.T) {
+	clock := servertest.NewClock(time.Now())
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			s := servertest.Start(t, deviceConfig(), servertest.Options{Backend: backend, Clock: clock})
+			d := deviceAuth(t, s, "tv", "read")
+			app := appToken(t, s, "read", oauth.DeviceApproveScope)
+			if r := approveInApp(t, s, app.AccessToken, d.UserCode); r.status != 204 {
+				t.Fatalf("approve: %d", r.status)
+			}
+			clock.Advance(time.Minute)
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			ok := 0
+			for range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req, _ := http.NewRequest("POST", s.URL+"/oauth/token", strings.NewReader(url.Values{"grant_type": {deviceGrant}, "device_code": {d.DeviceCode}, "client_id": {"tv"}}.Encode()))
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+					resp, err := s.Client().Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						mu.Lock()
+						ok++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if ok != 1 {
+				t.Errorf("%d of 20 concurrent polls got tokens, want 1", ok)
+			}
+		})
+	}
+}
+
+// 200 random wrong codes are refused, then throttled; after the window the
+// right code still works for its owner.
+func TestWrongUserCodesAreThrottled(t *testing.T) {
+	clock := servertest.NewClock(time.Now())
+	s := servertest.Start(t, deviceConfig(), servertest.Options{Clock: clock})
+	d := deviceAuth(t, s, "tv", "read")
+	b := s.Browser()
+	page := servertest.Get(t, b, s.URL+oauth.PathDeviceVerification)
+	csrf := servertest.CSRFRE.FindStringSubmatch(page)[1]
+	submit := func(code string) int {
+		resp, err := b.PostForm(s.URL+oauth.PathDeviceVerification, url.Values{"csrf_token": {csrf}, "user_code": {code}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	statuses := map[int]int{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		code := make([]byte, 8)
+		for i := range code {
+			code[i] = oauth.UserCodeAlphabet[rng.IntN(len(oauth.UserCodeAlphabet))]
+		}
+		if string(code) == d.UserCode {
+			continue
+		}
+		statuses[submit(string(code))]++
+	}
+	if statuses[http.StatusBadRequest] != login.MaxWrongCodesPerIP || statuses[http.StatusTooManyRequests] != 200-login.MaxWrongCodesPerIP {
+		t.Errorf("statuses %v: want %d refused as invalid, then the rest throttled", statuses, login.MaxWrongCodesPerIP)
+	}
+	if got := submit(d.UserCode); got != http.StatusTooManyRequests {
+		t.Errorf("during the throttle even the right code waits: %d", got)
+	}
+	clock.Advance(login.DeviceThrottleWindow)
+	if got := submit(d.UserCode); got != http.StatusSeeOther {
+		t.Errorf("after the window the right code continues to login: %d", got)
+	}
+}
