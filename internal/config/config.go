@@ -48,13 +48,15 @@ type Config struct {
 	TemplatesDir  string `yaml:"templates_dir"`
 	// PasswordAuthenticationLevel is the authentication level a password
 	// login reaches (scopes ask for levels; default 1).
-	PasswordAuthenticationLevel int           `yaml:"password_authentication_level"`
-	Log                         Log           `yaml:"log"`
-	Introspection               Introspection `yaml:"introspection"`
-	Webhooks                    Webhooks      `yaml:"webhooks"`
-	Clients                     []Client      `yaml:"clients"`
-	APIUsers                    []APIUser     `yaml:"api_users"`
-	Persons                     []Person      `yaml:"persons"`
+	PasswordAuthenticationLevel int `yaml:"password_authentication_level"`
+	// DeviceCodeLifetime is how long device and user codes live (default 10m).
+	DeviceCodeLifetime Duration      `yaml:"device_code_lifetime"`
+	Log                Log           `yaml:"log"`
+	Introspection      Introspection `yaml:"introspection"`
+	Webhooks           Webhooks      `yaml:"webhooks"`
+	Clients            []Client      `yaml:"clients"`
+	APIUsers           []APIUser     `yaml:"api_users"`
+	Persons            []Person      `yaml:"persons"`
 }
 
 // Log configures the process log.
@@ -245,6 +247,9 @@ func (c *Config) fillDefaults() {
 	if c.PasswordAuthenticationLevel == 0 {
 		c.PasswordAuthenticationLevel = 1
 	}
+	if c.DeviceCodeLifetime == 0 {
+		c.DeviceCodeLifetime = Duration(10 * time.Minute)
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -361,6 +366,9 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
 		!strings.HasPrefix(c.Database, "postgresql://") {
 		return errors.New("database: want sqlite:PATH or a postgres:// URL")
+	}
+	if c.DeviceCodeLifetime < Duration(time.Minute) || c.DeviceCodeLifetime > Duration(24*time.Hour) {
+		return fmt.Errorf("device_code_lifetime: %v is not between 1m and 24h", time.Duration(c.DeviceCodeLifetime))
 	}
 	if c.PasswordAuthenticationLevel < 0 || c.PasswordAuthenticationLevel > 100 {
 		return fmt.Errorf("password_authentication_level: %d is not between 1 and 100", c.PasswordAuthenticationLevel)
