@@ -206,9 +206,32 @@ type Event struct {
 	Occurred      time.Time
 }
 
+// EventFilter selects events; empty members do not filter. Filters AND;
+// values of Types OR.
+type EventFilter struct {
+	Kind          string // EventOAuth | EventPerson (required)
+	UserID        string // matched case-insensitively
+	ClientID      string
+	Types         []string
+	ExcludeTypes  []string
+	TransactionID string
+	AgentUser     string
+	From, To      time.Time // occurred at or after From, at or before To (zero: open)
+	ToExclusive   bool      // occurred before To
+}
+
 // Events is the append-only event store.
 type Events interface {
 	AppendEvents(ctx context.Context, es ...Event) error
+	// SearchEvents returns events matching f, latest first (ties by ID,
+	// descending), skipping offset and returning at most limit.
+	SearchEvents(ctx context.Context, f EventFilter, offset, limit int) ([]Event, error)
+	// CountEvents counts events matching f, stopping at max (it returns max
+	// when there are more), so a count never scans a whole large table.
+	CountEvents(ctx context.Context, f EventFilter, max int) (int, error)
+	// DeleteEventsBefore removes at most limit events that occurred before t
+	// and reports how many it removed (retention, in small batches).
+	DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int64, error)
 }
 
 // Scope is a configured scope (the scopes API). Scopes that a client may

@@ -119,13 +119,76 @@ func testThrottleRace(t *testing.T, s store.Store) {
 }
 
 func testEvents(t *testing.T, s store.Store) {
-	e := store.Event{ID: "e1", Kind: store.EventOAuth, Type: "TOKEN_REQUEST_ACCESS_TOKEN_CREATED", Name: "Token Request Access Token Created",
-		ClientID: "c1", UserID: "U1", Occurred: t0}
-	if err := s.AppendEvents(ctx(), e, store.Event{ID: "e2", Kind: store.EventPerson, Type: "person.PersonCreatedEvent", Name: "Person Created", Occurred: t0}); err != nil {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(id, typ, user, client string, ms int) store.Event {
+		return store.Event{ID: id, Kind: store.EventOAuth, Type: typ, Name: typ, UserID: user, ClientID: client,
+			TransactionID: "tx-" + client, Occurred: base.Add(time.Duration(ms) * time.Millisecond)}
+	}
+	evs := []store.Event{
+		mk("e1", "A", "Alice", "c1", 1), mk("e2", "B", "bob", "c1", 2), mk("e3", "A", "ALICE", "c2", 3),
+		mk("e4", "C", "carol", "c2", 3), mk("e5", "B", "alice", "c1", 5),
+		{ID: "p1", Kind: store.EventPerson, Type: "person.PersonCreatedEvent", Name: "Person Created", AgentUser: "admin", Occurred: base},
+	}
+	if err := s.AppendEvents(ctx(), evs...); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendEvents(ctx(), e); !errors.Is(err, store.ErrConflict) {
+	if err := s.AppendEvents(ctx(), evs[0]); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("an event id is unique: %v", err)
+	}
+	ids := func(f store.EventFilter, offset, limit int) []string {
+		t.Helper()
+		f.Kind = store.EventOAuth
+		got, err := s.SearchEvents(ctx(), f, offset, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, e := range got {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		f             store.EventFilter
+		offset, limit int
+		want          []string
+	}{
+		"all, latest first, ties by id": {store.EventFilter{}, 0, 10, []string{"e5", "e4", "e3", "e2", "e1"}},
+		"a page":                        {store.EventFilter{}, 1, 2, []string{"e4", "e3"}},
+		"past the end":                  {store.EventFilter{}, 10, 2, []string{}},
+		"user, case-insensitive":        {store.EventFilter{UserID: "alice"}, 0, 10, []string{"e5", "e3", "e1"}},
+		"client":                        {store.EventFilter{ClientID: "c2"}, 0, 10, []string{"e4", "e3"}},
+		"types OR":                      {store.EventFilter{Types: []string{"A", "C"}}, 0, 10, []string{"e4", "e3", "e1"}},
+		"exclude types":                 {store.EventFilter{ExcludeTypes: []string{"A", "B"}}, 0, 10, []string{"e4"}},
+		"filters AND":                   {store.EventFilter{UserID: "ALICE", Types: []string{"B"}}, 0, 10, []string{"e5"}},
+		"transaction":                   {store.EventFilter{TransactionID: "tx-c2"}, 0, 10, []string{"e4", "e3"}},
+		"from and to inclusive":         {store.EventFilter{From: base.Add(2 * time.Millisecond), To: base.Add(3 * time.Millisecond)}, 0, 10, []string{"e4", "e3", "e2"}},
+		"to exclusive":                  {store.EventFilter{To: base.Add(3 * time.Millisecond), ToExclusive: true}, 0, 10, []string{"e2", "e1"}},
+	} {
+		if got := ids(tc.f, tc.offset, tc.limit); !cmp.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+	if n, err := s.CountEvents(ctx(), store.EventFilter{Kind: store.EventOAuth, UserID: "Alice"}, 100); err != nil || n != 3 {
+		t.Errorf("count = %d, %v", n, err)
+	}
+	if n, _ := s.CountEvents(ctx(), store.EventFilter{Kind: store.EventOAuth}, 2); n != 2 {
+		t.Errorf("a bounded count stops at its bound: %d", n)
+	}
+	persons, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventPerson, AgentUser: "admin"}, 0, 10)
+	if err != nil || len(persons) != 1 || persons[0].Name != "Person Created" || !persons[0].Occurred.Equal(base) {
+		t.Errorf("person events: %+v, %v", persons, err)
+	}
+	n, err := s.DeleteEventsBefore(ctx(), base.Add(3*time.Millisecond), 1)
+	if err != nil || n != 1 {
+		t.Errorf("a batch of one: %d, %v", n, err)
+	}
+	n, _ = s.DeleteEventsBefore(ctx(), base.Add(3*time.Millisecond), 100)
+	if n != 2 { // e1 or e2, and p1
+		t.Errorf("the rest before the cut: %d, want 2", n)
+	}
+	if got := ids(store.EventFilter{}, 0, 10); !cmp.Equal(got, []string{"e5", "e4", "e3"}) {
+		t.Errorf("after retention: %v", got)
 	}
 }
 

@@ -1,0 +1,96 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+const eventColumns = `id, kind, type, name, client_id, app_name, transaction_id, user_id, person_id, client_ip,
+	user_agent, agent_user, occurred`
+
+// where builds the WHERE clause of f with "?" placeholders.
+func eventWhere(f store.EventFilter) (string, []any) {
+	conds := []string{"kind = ?"}
+	args := []any{f.Kind}
+	add := func(cond string, a ...any) { conds = append(conds, cond); args = append(args, a...) }
+	if f.UserID != "" {
+		add("user_id_lower = ?", strings.ToLower(f.UserID))
+	}
+	if f.ClientID != "" {
+		add("client_id = ?", f.ClientID)
+	}
+	if f.TransactionID != "" {
+		add("transaction_id = ?", f.TransactionID)
+	}
+	if f.AgentUser != "" {
+		add("agent_user = ?", f.AgentUser)
+	}
+	if len(f.Types) > 0 {
+		add("type IN (?"+strings.Repeat(", ?", len(f.Types)-1)+")", anys(f.Types)...)
+	}
+	if len(f.ExcludeTypes) > 0 {
+		add("type NOT IN (?"+strings.Repeat(", ?", len(f.ExcludeTypes)-1)+")", anys(f.ExcludeTypes)...)
+	}
+	if !f.From.IsZero() {
+		add("occurred >= ?", f.From.UnixMilli())
+	}
+	if !f.To.IsZero() {
+		if f.ToExclusive {
+			add("occurred < ?", f.To.UnixMilli())
+		} else {
+			add("occurred <= ?", f.To.UnixMilli())
+		}
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+func anys(v []string) []any {
+	out := make([]any, len(v))
+	for i, s := range v {
+		out[i] = s
+	}
+	return out
+}
+
+// SearchEvents returns a page of events, latest first.
+func (db *DB) SearchEvents(ctx context.Context, f store.EventFilter, offset, limit int) ([]store.Event, error) {
+	where, args := eventWhere(f)
+	rows, err := db.query(ctx, `SELECT `+eventColumns+` FROM events`+where+
+		` ORDER BY occurred DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, offset)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []store.Event{}
+	for rows.Next() {
+		var e store.Event
+		var occurred int64
+		if err := rows.Scan(&e.ID, &e.Kind, &e.Type, &e.Name, &e.ClientID, &e.AppName, &e.TransactionID, &e.UserID,
+			&e.PersonID, &e.ClientIP, &e.UserAgent, &e.AgentUser, &occurred); err != nil {
+			return nil, err
+		}
+		e.Occurred = time.UnixMilli(occurred).UTC()
+		out = append(out, e)
+	}
+	return out, db.d.Translate(rows.Err())
+}
+
+// CountEvents counts up to max matching events.
+func (db *DB) CountEvents(ctx context.Context, f store.EventFilter, max int) (int, error) {
+	where, args := eventWhere(f)
+	var n int
+	err := db.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM events`+where+` LIMIT ?) AS matched`, append(args, max)...).Scan(&n)
+	return n, db.scanErr(err)
+}
+
+// DeleteEventsBefore removes a batch of old events.
+func (db *DB) DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int64, error) {
+	res, err := db.exec(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE occurred < ? LIMIT ?)`, t.UnixMilli(), limit)
+	if err != nil {
+		return 0, err
+	}
+	return affected(res)
+}
