@@ -53,6 +53,7 @@ type Config struct {
 	DeviceCodeLifetime Duration      `yaml:"device_code_lifetime"`
 	Log                Log           `yaml:"log"`
 	Introspection      Introspection `yaml:"introspection"`
+	Features           Features      `yaml:"features"`
 	Webhooks           Webhooks      `yaml:"webhooks"`
 	Clients            []Client      `yaml:"clients"`
 	APIUsers           []APIUser     `yaml:"api_users"`
@@ -63,6 +64,13 @@ type Config struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error
 	Format string `yaml:"format"` // text | json
+}
+
+// Features are switches the operator sets in the file (the identity-management
+// configuration API will own them once it exists).
+type Features struct {
+	// EventsAPIEnabled turns the person events API on (default true).
+	EventsAPIEnabled *bool `yaml:"events_api_enabled"`
 }
 
 // Introspection configures the custom members of token introspection.
@@ -246,6 +254,10 @@ func (c *Config) fillDefaults() {
 	}
 	if c.PasswordAuthenticationLevel == 0 {
 		c.PasswordAuthenticationLevel = 1
+	}
+	if c.Features.EventsAPIEnabled == nil {
+		t := true
+		c.Features.EventsAPIEnabled = &t
 	}
 	if c.DeviceCodeLifetime == 0 {
 		c.DeviceCodeLifetime = Duration(10 * time.Minute)

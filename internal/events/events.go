@@ -96,7 +96,7 @@ func (rec *Recorder) RecordOAuth(ctx context.Context, st store.Events, r *http.R
 		TransactionID: e.TransactionID,
 		UserID:        e.UserID,
 		AgentUser:     e.AgentUser,
-		Occurred:      rec.Now().UTC().Truncate(time.Millisecond),
+		Occurred:      rec.Now().UTC(),
 	}
 	if r != nil {
 		ev.ClientIP = ClientIP(r)

@@ -139,9 +139,15 @@ func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) erro
 		p, err := s.Store.GetPersonByEmail(ctx, cp.Email)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			err = s.Store.CreatePerson(ctx, store.Person{
-				ID: uuid.NewString(), Email: cp.Email, PasswordHash: h, FirstName: cp.FirstName,
-				LastName: cp.LastName, Status: StatusActivated, CreatedAt: now, UpdatedAt: now,
+			id := uuid.NewString()
+			err = s.Store.Tx(ctx, func(tx store.Store) error {
+				if err := tx.CreatePerson(ctx, store.Person{
+					ID: id, Email: cp.Email, PasswordHash: h, FirstName: cp.FirstName,
+					LastName: cp.LastName, Status: StatusActivated, CreatedAt: now, UpdatedAt: now,
+				}); err != nil {
+					return err
+				}
+				return s.Events.RecordPerson(ctx, tx, nil, events.Person{Type: events.PersonCreated, PersonID: id, AgentUser: "config"})
 			})
 		case err == nil:
 			err = s.Store.UpdatePerson(ctx, p.ID, func(p store.Person) (store.Person, error) {

@@ -35,6 +35,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("PATCH "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Patch))
 	mux.Handle("DELETE "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Delete))
 
+	// Event search (shared/spec/interface.md, "Events API").
+	mux.Handle("GET /oauth/api/v1/events", oauthAPI(s.search.OAuthEvents))
+	mux.Handle("GET /api/v1/events", oauthAPI(s.search.OAuthEvents)) // the path the spec's sample uses
+	mux.Handle("GET /api/events", httpx.Handle(httpx.EmptyStyle, s.search.PersonEvents))
+
 	// Hosted pages.
 	mux.Handle("GET /login", page(s.pages.LoginPage))
 	mux.Handle("POST /login", page(s.pages.Login))

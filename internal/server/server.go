@@ -42,6 +42,7 @@ type Server struct {
 	oauth    *oauth.Service
 	pages    *login.Pages
 	scopes   *scopes.API
+	search   *events.Search
 }
 
 // Options changes what New builds; the zero value is production.
@@ -98,6 +99,8 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	s.oauth.Pages = s.pages
 	s.oauth.Details = s.introspectionDetails()
 	s.scopes = &scopes.API{Store: st, Auth: s.clients, Events: rec, Issuer: cfg.Issuer}
+	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
+		Enabled: func() bool { return *cfg.Features.EventsAPIEnabled }}
 	if err := s.seedClients(ctx); err != nil {
 		return nil, err
 	}

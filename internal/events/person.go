@@ -1,0 +1,125 @@
+package events
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"unicode"
+
+	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// Person event types (package.ClassName form of the spec) and their names.
+const (
+	PersonCreated = "person.PersonCreatedEvent"
+	PersonUpdated = "person.PersonUpdatedEvent"
+)
+
+var personNames = map[string]string{PersonCreated: "Person Created", PersonUpdated: "Person Updated"}
+
+// Person is a person event about to be recorded.
+type Person struct {
+	Type      string
+	PersonID  string
+	AgentUser string // the actor: an API user, an administrator, "config"
+}
+
+// RecordPerson appends a person event through st (possibly a transaction).
+func (rec *Recorder) RecordPerson(ctx context.Context, st store.Events, r *http.Request, e Person) error {
+	name := personNames[e.Type]
+	if name == "" {
+		name = e.Type
+	}
+	ev := store.Event{ID: rec.NewID(), Kind: store.EventPerson, Type: e.Type, Name: name, PersonID: e.PersonID,
+		UserID: e.PersonID, AgentUser: e.AgentUser, Occurred: rec.Now().UTC()}
+	if r != nil {
+		ev.ClientIP = ClientIP(r)
+		ev.UserAgent = truncate(r.UserAgent(), 512)
+	}
+	return st.AppendEvents(ctx, ev)
+}
+
+// PersonRecord is the spec's person event record.
+type PersonRecord struct {
+	EventIdentifier string `json:"event_identifier"`
+	PersonID        string `json:"person_id"`
+	Occurred        int64  `json:"occurred"`
+	EventType       string `json:"event_type"`
+	EventName       string `json:"event_name"`
+	ClientIP        string `json:"client_ip"`
+	UserAgent       string `json:"user_agent"`
+}
+
+type personPage struct {
+	ResultSet  []PersonRecord `json:"resultSet"`
+	Pagination struct {
+		Offset       int `json:"offset"`
+		PageSize     int `json:"pageSize"`
+		TotalResults int `json:"totalResults"`
+	} `json:"pagination"`
+}
+
+type personError struct {
+	ErrorCode    int    `json:"error_code"`
+	ErrorMessage string `json:"error_message"`
+}
+
+// PersonEvents is GET /api/events (HTTP basic): the events an actor triggered.
+func (s *Search) PersonEvents(w http.ResponseWriter, r *http.Request) error {
+	if _, ok := s.Users.Check(r); !ok {
+		w.Header().Set("WWW-Authenticate", `Basic realm="latchkey"`)
+		w.WriteHeader(http.StatusUnauthorized)
+		return nil
+	}
+	if s.Enabled != nil && !s.Enabled() {
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, personError{ErrorCode: 1001, ErrorMessage: "Requested feature not available."})
+		return nil
+	}
+	q := r.URL.Query()
+	errs := map[string]personError{}
+	actor := q.Get("actor")
+	if len(q["actor"]) != 1 || actor == "" || len(actor) > 255 || !printable(actor) {
+		errs["invalidActor"] = personError{4001, "No or malformed actor."}
+	}
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if len(q["limit"]) != 1 || err != nil || limit < 1 || limit > maxSize {
+		errs["invalidLimit"] = personError{4002, "Limit must be a number between 1 and 1000."}
+	}
+	offset, err := strconv.Atoi(q.Get("offset"))
+	if len(q["offset"]) != 1 || err != nil || offset < 0 || offset > 100_000_000 {
+		errs["invalidOffset"] = personError{4003, "Offset must be at least 0."}
+	}
+	if len(errs) > 0 {
+		httpx.WriteJSON(w, http.StatusBadRequest, errs)
+		return nil
+	}
+	f := store.EventFilter{Kind: store.EventPerson, AgentUser: actor}
+	evs, err := s.Store.SearchEvents(r.Context(), f, offset, limit)
+	if err != nil {
+		return err
+	}
+	total, err := s.Store.CountEvents(r.Context(), f, max(countCap, offset+limit+1))
+	if err != nil {
+		return err
+	}
+	var out personPage
+	out.ResultSet = make([]PersonRecord, len(evs))
+	for i, e := range evs {
+		out.ResultSet[i] = PersonRecord{EventIdentifier: e.ID, PersonID: e.PersonID, Occurred: e.Occurred.UnixMilli(),
+			EventType: e.Type, EventName: e.Name, ClientIP: e.ClientIP, UserAgent: e.UserAgent}
+	}
+	out.Pagination.Offset, out.Pagination.PageSize, out.Pagination.TotalResults = offset, limit, total
+	httpx.NoStore(w)
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
