@@ -72,6 +72,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	go srv.Maintain(sigCtx, time.Minute)
+
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("latchkey listening", "version", versionString(), "addr", ln.Addr().String(),

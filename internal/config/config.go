@@ -54,6 +54,7 @@ type Config struct {
 	Log                Log           `yaml:"log"`
 	Introspection      Introspection `yaml:"introspection"`
 	Features           Features      `yaml:"features"`
+	Events             Events        `yaml:"events"`
 	Webhooks           Webhooks      `yaml:"webhooks"`
 	Clients            []Client      `yaml:"clients"`
 	APIUsers           []APIUser     `yaml:"api_users"`
@@ -64,6 +65,15 @@ type Config struct {
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error
 	Format string `yaml:"format"` // text | json
+}
+
+// Events configures event recording.
+type Events struct {
+	// Retention removes events older than this in the background (0: keep all).
+	Retention Duration `yaml:"retention"`
+	// TrustedProxies are the addresses or CIDR ranges whose X-Forwarded-For
+	// header is believed for client_ip.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // Features are switches the operator sets in the file (the identity-management
@@ -384,6 +394,14 @@ func (c *Config) Validate() error {
 	}
 	if c.PasswordAuthenticationLevel < 0 || c.PasswordAuthenticationLevel > 100 {
 		return fmt.Errorf("password_authentication_level: %d is not between 1 and 100", c.PasswordAuthenticationLevel)
+	}
+	if c.Events.Retention < 0 {
+		return errors.New("events.retention: must not be negative")
+	}
+	for _, p := range c.Events.TrustedProxies {
+		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
+			return fmt.Errorf("events.trusted_proxies: %q is not an address or CIDR range", p)
+		}
 	}
 	if u := c.Introspection.GroupPermissionsAPI; u != "" && !absoluteHTTP(u) {
 		return fmt.Errorf("introspection.group_permissions_api: %q is not an absolute http(s) URL", u)

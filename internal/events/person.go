@@ -34,7 +34,7 @@ func (rec *Recorder) RecordPerson(ctx context.Context, st store.Events, r *http.
 	ev := store.Event{ID: rec.NewID(), Kind: store.EventPerson, Type: e.Type, Name: name, PersonID: e.PersonID,
 		UserID: e.PersonID, AgentUser: e.AgentUser, Occurred: rec.Now().UTC()}
 	if r != nil {
-		ev.ClientIP = ClientIP(r)
+		ev.ClientIP = rec.Proxies.ClientIP(r)
 		ev.UserAgent = truncate(r.UserAgent(), 512)
 	}
 	return st.AppendEvents(ctx, ev)

@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	rec := events.NewRecorder()
 	rec.Now = now
+	rec.Proxies = events.ParseProxies(cfg.Events.TrustedProxies)
 	s.clients = &clientauth.Authenticator{
 		Clients: st, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now,
 		HTTPClient: &http.Client{Timeout: 5 * time.Second},

@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/store"
 )
 
 func get(t *testing.T, s *servertest.Server, path string) (*http.Response, []byte) {
@@ -63,5 +66,27 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	}
 	if !strings.Contains(logs, "path=/health/alive") {
 		t.Errorf("the request was not logged:\n%s", logs)
+	}
+}
+
+func TestSweepAppliesEventRetention(t *testing.T) {
+	clock := servertest.NewClock(time.Now())
+	cfg := &config.Config{Events: config.Events{Retention: config.Duration(24 * time.Hour)}}
+	s := servertest.Start(t, cfg, servertest.Options{Clock: clock})
+	var evs []store.Event
+	for i := range 2500 {
+		evs = append(evs, store.Event{ID: fmt.Sprint("old-", i), Kind: store.EventOAuth, Type: "X", Name: "X", Occurred: clock.Now().Add(-48 * time.Hour)})
+	}
+	evs = append(evs, store.Event{ID: "new", Kind: store.EventOAuth, Type: "X", Name: "X", Occurred: clock.Now()})
+	if err := s.Store.AppendEvents(t.Context(), evs...); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.App.Sweep(t.Context())
+	if err != nil || n != 2500 {
+		t.Errorf("sweep removed %d (%v), want the 2,500 old events in batches", n, err)
+	}
+	left, _ := s.Store.CountEvents(t.Context(), store.EventFilter{Kind: store.EventOAuth}, 10)
+	if left != 1 {
+		t.Errorf("%d events left, want the new one", left)
 	}
 }

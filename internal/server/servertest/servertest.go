@@ -45,6 +45,7 @@ func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 // Server is a running test server.
 type Server struct {
 	*httptest.Server
+	App   *server.Server // the latchkey server behind the HTTP test server
 	Store store.Store
 	Log   *bytes.Buffer // everything the server logged
 	Clock *Clock
@@ -114,5 +115,5 @@ func Start(t testing.TB, cfg *config.Config, opts Options) *Server {
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return &Server{Server: ts, Store: st, Log: buf, Clock: opts.Clock}
+	return &Server{Server: ts, App: srv, Store: st, Log: buf, Clock: opts.Clock}
 }
