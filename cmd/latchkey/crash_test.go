@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+)
+
+const crashConfig = `
+clients:
+  - client_id: m2m
+    client_secret: "m2m-secret-m2m-secret"
+    token_endpoint_auth_method: client_secret_post
+    grant_types: [client_credentials]
+    scopes: [read]
+  - client_id: auditor
+    client_secret: "auditor-secret-auditor"
+    grant_types: [client_credentials]
+    scopes: [vendor_api_events]
+`
+
+func waitReady(t *testing.T, addr string, cmd *exec.Cmd) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + addr + "/health/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	t.Fatal("not ready within 60 s")
+}
+
+// Events whose action was answered survive a SIGKILL: requests that got a
+// token before the kill have their TOKEN_REQUEST_ACCESS_TOKEN_CREATED event
+// after the restart (each request is marked by its User-Agent).
+func TestAnsweredEventsSurviveSIGKILL(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			cfgPath := filepath.Join(dir, "latchkey.yaml")
+			if err := os.WriteFile(cfgPath, []byte(crashConfig), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			addr := freePort(t)
+			env := []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_DATABASE=sqlite:" + filepath.Join(dir, "data", "latchkey.db"),
+				"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(dir, "data", "secret.key"), "LATCHKEY_LOG_LEVEL=warn"}
+			if backend == "postgres" {
+				env[1] = "LATCHKEY_DATABASE=" + pgtest.NewDatabase(t)
+			}
+			start := func() *exec.Cmd {
+				cmd := command(t, env, "serve", "--config", cfgPath)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				waitReady(t, addr, cmd)
+				return cmd
+			}
+			cmd := start()
+			var mu sync.Mutex
+			answered := map[string]bool{}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; ctx.Err() == nil; i++ {
+						ua := fmt.Sprintf("crash-%d-%d", w, i)
+						req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/oauth/token",
+							strings.NewReader("grant_type=client_credentials&scope=read&client_id=m2m&client_secret=m2m-secret-m2m-secret"))
+						req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+						req.Header.Set("User-Agent", ua)
+						resp, err := http.DefaultClient.Do(req)
+						if err != nil {
+							return // the server is gone
+						}
+						resp.Body.Close()
+						if resp.StatusCode == 200 {
+							mu.Lock()
+							answered[ua] = true
+							mu.Unlock()
+						}
+					}
+				}()
+			}
+			time.Sleep(1500 * time.Millisecond)
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			cancel()
+			wg.Wait()
+			if len(answered) < 10 {
+				t.Fatalf("only %d requests answered before the kill", len(answered))
+			}
+			cmd = start()
+			defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+			found := map[string]bool{}
+			for page := 0; ; page++ {
+				q := url.Values{"event_type": {"TOKEN_REQUEST_ACCESS_TOKEN_CREATED"}, "size": {"1000"}, "page": {fmt.Sprint(page)}}
+				req, _ := http.NewRequest("GET", "http://"+addr+"/oauth/api/v1/events?"+q.Encode(), nil)
+				req.SetBasicAuth("auditor", "auditor-secret-auditor")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var body struct {
+					ResultSet []struct {
+						UserAgent string `json:"user_agent"`
+					} `json:"result_set"`
+				}
+				err = json.NewDecoder(resp.Body).Decode(&body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("search: %d %v", resp.StatusCode, err)
+				}
+				for _, r := range body.ResultSet {
+					found[r.UserAgent] = true
+				}
+				if len(body.ResultSet) < 1000 {
+					break
+				}
+			}
+			missing := 0
+			for ua := range answered {
+				if !found[ua] {
+					missing++
+				}
+			}
+			if missing > 0 {
+				t.Errorf("%d of %d answered requests have no event after SIGKILL and restart", missing, len(answered))
+			}
+			t.Logf("%s: %d answered requests before SIGKILL, all %d events found after restart", backend, len(answered), len(answered)-missing)
+		})
+	}
+}
