@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -159,16 +160,30 @@ func (db *DB) Reset(ctx context.Context, key string) error {
 	return err
 }
 
-// AppendEvents appends events.
+// eventBatch rows per INSERT: 14 parameters each stays far below both
+// engines' parameter limits (SQLite 32766, PostgreSQL 65535).
+const eventBatch = 500
+
+// AppendEvents appends events, many rows per statement.
 func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
-	for _, e := range es {
-		if _, err := db.exec(ctx, `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id,
-			user_id, user_id_lower, person_id, client_ip, user_agent, agent_user, occurred)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
-			e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Occurred.UnixMilli()); err != nil {
+	for len(es) > 0 {
+		n := min(len(es), eventBatch)
+		var b strings.Builder
+		b.WriteString(`INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
+			person_id, client_ip, user_agent, agent_user, occurred) VALUES `)
+		args := make([]any, 0, n*14)
+		for i, e := range es[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
+				e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Occurred.UnixMilli())
+		}
+		if _, err := db.exec(ctx, b.String(), args...); err != nil {
 			return err
 		}
+		es = es[n:]
 	}
 	return nil
 }

@@ -1,0 +1,111 @@
+// Package scale measures the event searches on a large store. It holds only
+// a benchmark: `LATCHKEY_EVENTS=5000000 go test -run '^$' -bench . -benchtime 1x -timeout 60m ./internal/events/scale`
+// (LATCHKEY_EVENTS defaults to 100,000 so that a casual run stays short).
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/postgres"
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+	"github.com/latchkey/latchkey/internal/store/sqlite"
+)
+
+var types = []string{"TOKEN_REQUEST_ACCESS_TOKEN_CREATED", "TOKEN_INTROSPECTION_SUCCESS", "AUTHZ_REQUEST_GRANT_CREATED",
+	"TOKEN_REVOKE_ACCESS_TOKEN_SUCCESS", "LOGIN_SUCCEEDED", "CONSENT_GIVEN", "TOKEN_REQUEST_ACCESS_TOKEN_REFRESHED", "LOGIN_FAILED"}
+
+var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// load appends n events spread over 30 days: 10,000 users, 200 clients, 8 types.
+func load(b *testing.B, st store.Store, n int) {
+	ctx := context.Background()
+	const batch = 5000
+	start := time.Now()
+	for i := 0; i < n; i += batch {
+		evs := make([]store.Event, 0, batch)
+		for j := i; j < min(i+batch, n); j++ {
+			evs = append(evs, store.Event{ID: fmt.Sprintf("%08x-0000-4000-8000-%012x", j, j), Kind: store.EventOAuth,
+				Type: types[j%len(types)], Name: "e", UserID: fmt.Sprintf("user-%d", j%10_000), ClientID: fmt.Sprintf("client-%d", j%200),
+				TransactionID: fmt.Sprintf("tx-%d", j/3), ClientIP: "203.0.113.9", UserAgent: "bench",
+				Occurred: base.Add(time.Duration(j) * (30 * 24 * time.Hour) / time.Duration(n))})
+		}
+		if err := st.Tx(ctx, func(tx store.Store) error { return tx.AppendEvents(ctx, evs...) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("loaded %d events in %v", n, time.Since(start).Round(time.Second))
+}
+
+type query struct {
+	name   string
+	f      store.EventFilter
+	offset int
+}
+
+func queries(n int) []query {
+	mid := base.Add(15 * 24 * time.Hour)
+	return []query{
+		{"latest page", store.EventFilter{Kind: store.EventOAuth}, 0},
+		{"one user", store.EventFilter{Kind: store.EventOAuth, UserID: "USER-4242"}, 0},
+		{"client and type in a date range", store.EventFilter{Kind: store.EventOAuth, ClientID: "client-17",
+			Types: []string{"LOGIN_SUCCEEDED"}, From: mid, To: mid.Add(48 * time.Hour)}, 0},
+		{"page 1000", store.EventFilter{Kind: store.EventOAuth}, 1000 * 20},
+	}
+}
+
+// measure runs q as the API does (a page of 20 and the bounded count) reps times.
+func measure(b *testing.B, st store.Store, q query, reps int) (p50, p99, maxd time.Duration) {
+	ctx := context.Background()
+	ds := make([]time.Duration, reps)
+	for i := range reps {
+		t := time.Now()
+		if _, err := st.SearchEvents(ctx, q.f, q.offset, 20); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.CountEvents(ctx, q.f, max(10_000, q.offset+21)); err != nil {
+			b.Fatal(err)
+		}
+		ds[i] = time.Since(t)
+	}
+	slices.Sort(ds)
+	return ds[reps/2], ds[reps*99/100], ds[reps-1]
+}
+
+func BenchmarkEventSearchAtScale(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("LATCHKEY_EVENTS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, backend := range []string{"sqlite", "postgres"} {
+		b.Run(backend, func(b *testing.B) {
+			var st store.Store
+			var err error
+			if backend == "sqlite" {
+				st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "events.db"))
+			} else {
+				st, err = postgres.Open(context.Background(), pgtest.NewDatabase(b))
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			load(b, st, n)
+			for _, q := range queries(n) {
+				p50, p99, mx := measure(b, st, q, 200)
+				b.Logf("%-8s %-34s p50 %-10v p99 %-10v max %v", backend, q.name, p50.Round(10*time.Microsecond),
+					p99.Round(10*time.Microsecond), mx.Round(10*time.Microsecond))
+			}
+		})
+	}
+}
