@@ -56,13 +56,20 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	now := p.Now()
-	ipKey := "device:ip:" + events.ClientIP(r)
-	for key, limit := range map[string][2]any{ipKey: {DeviceThrottleWindow, MaxWrongCodesPerIP}, "device:global": {globalThrottleWindow, MaxWrongCodesGlobal}} {
-		n, err := p.Store.Count(ctx, key, limit[0].(time.Duration), now)
+	limits := []struct {
+		key    string
+		window time.Duration
+		max    int
+	}{
+		{"device:ip:" + events.ClientIP(r), DeviceThrottleWindow, MaxWrongCodesPerIP},
+		{"device:global", globalThrottleWindow, MaxWrongCodesGlobal},
+	}
+	for _, l := range limits {
+		n, err := p.Store.Count(ctx, l.key, l.window, now)
 		if err != nil {
 			return err
 		}
-		if n >= limit[1].(int) {
+		if n >= l.max {
 			_ = p.OAuth.Events.RecordOAuth(ctx, p.Store, r, events.OAuth{Type: oauth.EventDeviceUserCodeThrottle})
 			p.render(w, http.StatusTooManyRequests, "device_code.html", &pageData{Lang: lang, T: t,
 				Action: oauth.PathDeviceVerification, CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: t["device.throttled"]})
@@ -73,8 +80,8 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 	d, err := p.OAuth.LookupUserCode(ctx, code)
 	switch {
 	case errors.Is(err, oauth.ErrUserCodeUnknown):
-		for key, window := range map[string]time.Duration{ipKey: DeviceThrottleWindow, "device:global": globalThrottleWindow} {
-			if _, err := p.Store.Hit(ctx, key, window, now); err != nil {
+		for _, l := range limits {
+			if _, err := p.Store.Hit(ctx, l.key, l.window, now); err != nil {
 				return err
 			}
 		}
