@@ -26,6 +26,8 @@ func main() {
 const usage = `usage:
   latchkey serve [--config FILE] [--demo]   start the service
   latchkey migrate [--config FILE]          apply schema migrations and exit
+  latchkey bench [--connections N] [--duration D] [--scenarios a,b] [--database DSN]
+                                            load benchmark against the bare-HTTP ceiling
   latchkey version                          print the version
 `
 
@@ -42,6 +44,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		err = migrateCmd(ctx, args[1:], stdout)
+	case "bench":
+		err = benchCmd(ctx, args[1:], stdout)
+	case "bench-ceiling": // a child of bench
+		err = ceilingCmd(ctx, args[1:])
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "latchkey", versionString())
 	case "help", "-h", "--help":

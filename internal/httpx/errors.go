@@ -84,6 +84,11 @@ func Handle(style Style, fn HandlerFunc) http.Handler {
 		if err == nil {
 			return
 		}
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The client went away: nothing to answer, nothing wrong with the server.
+			slog.DebugContext(r.Context(), "request canceled by the client", "request_id", RequestID(r.Context()), "route", r.Pattern)
+			return
+		}
 		var he *Error
 		if !errors.As(err, &he) {
 			he = &Error{Status: http.StatusInternalServerError, Code: "server_error",

@@ -288,7 +288,7 @@ func writeToken(w http.ResponseWriter, resp *TokenResponse) error {
 // record appends an OAuth event; a failure to record is logged, and for
 // events that must be durable the caller records inside its transaction.
 func (s *Service) record(ctx context.Context, st store.Events, r *http.Request, e events.OAuth) {
-	if err := s.Events.RecordOAuth(ctx, st, r, e); err != nil {
+	if err := s.Events.RecordOAuth(ctx, st, r, e); err != nil && ctx.Err() == nil {
 		s.Log.ErrorContext(ctx, "record event", "type", e.Type, "err", err)
 	}
 }

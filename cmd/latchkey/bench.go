@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/bench"
+)
+
+// benchCmd is `latchkey bench`: it starts `latchkey serve` (and the bare
+// ceiling server) as child processes, so that the server's CPU time is its
+// own, and drives each scenario over loopback.
+func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flags("bench")
+	conns := fs.Int("connections", 32, "concurrent connections (closed loop)")
+	dur := fs.Duration("duration", 10*time.Second, "load time per scenario (and as much again for its ceiling)")
+	only := fs.String("scenarios", "", "comma-separated scenarios (default: all)")
+	database := fs.String("database", "", "database of the server under test (default: SQLite in a temporary folder)")
+	target := fs.String("target", "", "base URL of an already running server started with --print-config's configuration")
+	printConfig := fs.Bool("print-config", false, "print the configuration the benchmark's server needs and exit")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *printConfig {
+		fmt.Fprint(stdout, bench.Config)
+		return nil
+	}
+	scenarios := bench.Scenarios
+	if *only != "" {
+		scenarios = nil
+		for _, name := range strings.Split(*only, ",") {
+			found := false
+			for _, s := range bench.Scenarios {
+				if s.Name == strings.TrimSpace(name) {
+					scenarios, found = append(scenarios, s), true
+				}
+			}
+			if !found {
+				return usageError{fmt.Errorf("bench: unknown scenario %q", name)}
+			}
+		}
+	}
+	base, serverPID := *target, 0
+	if base == "" {
+		tmp, err := os.MkdirTemp("", "latchkey-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		db := *database
+		if db == "" {
+			db = "sqlite:" + filepath.Join(tmp, "latchkey.db")
+		}
+		cfg := filepath.Join(tmp, "bench.yaml")
+		if err := os.WriteFile(cfg, []byte(bench.Config), 0o600); err != nil {
+			return err
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		cmd, err := startChild(ctx, []string{"serve", "--config", cfg}, "LATCHKEY_LISTEN="+addr, "LATCHKEY_DATABASE="+db,
+			"LATCHKEY_SECRET_KEY_FILE="+filepath.Join(tmp, "secret.key"), "LATCHKEY_LOG_LEVEL=error")
+		if err != nil {
+			return err
+		}
+		defer stopChild(cmd)
+		base, serverPID = "http://"+addr, cmd.Process.Pid
+		if err := waitHTTP(ctx, base+"/health/ready"); err != nil {
+			return err
+		}
+		store := "sqlite"
+		if strings.HasPrefix(db, "postgres") {
+			store = "postgres"
+		}
+		fmt.Fprintf(stdout, "latchkey bench: %s store, %d connections, %v per scenario, GOMAXPROCS of this machine: %d cores\n\n",
+			store, *conns, *dur, numCPU())
+	}
+	client := bench.NewClient(*conns)
+	var results []bench.Result
+	for _, sc := range scenarios {
+		step, size, err := sc.Setup(ctx, base, client)
+		if err != nil {
+			return fmt.Errorf("bench: set up %s: %w", sc.Name, err)
+		}
+		bench.Load(ctx, client, *conns, *dur/10, step) // warm up
+		cpu0 := cpuSeconds(serverPID)
+		reqs, errs, lat, elapsed := bench.Load(ctx, client, *conns, *dur, step)
+		cpu := cpuSeconds(serverPID) - cpu0
+		r := bench.Result{Name: sc.Name, Description: sc.Description, Requests: reqs, Errors: errs, Duration: elapsed,
+			BodyBytes: size, CPUPer1000: math.NaN()}
+		r.P50, r.P90, r.P99, r.Max = bench.Percentiles(lat)
+		if serverPID != 0 && reqs > 0 {
+			r.CPUPer1000 = cpu / float64(reqs) * 1000
+		}
+		if r.CeilingRPS, err = ceiling(ctx, *conns, *dur, size); err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	printResults(stdout, results)
+	return nil
+}
+
+func printResults(w io.Writer, results []bench.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\treq/s\tceiling req/s\tratio\tp50\tp90\tp99\tmax\terrors\tserver CPU s/1k req\t")
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + "ms" }
+	for _, r := range results {
+		cpu := "n/a"
+		if !math.IsNaN(r.CPUPer1000) {
+			cpu = strconv.FormatFloat(r.CPUPer1000, 'f', 3, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f%%\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Name, r.RPS(), r.CeilingRPS, r.Ratio()*100,
+			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, cpu)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, r := range results {
+		fmt.Fprintf(w, "  %-24s %s\n", r.Name, r.Description)
+	}
+}
+
+// ceiling runs the same load against the bare handler in a child process.
+func ceiling(ctx context.Context, conns int, d time.Duration, size int) (float64, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return 0, err
+	}
+	cmd, err := startChild(ctx, []string{"bench-ceiling", "--listen", addr, "--size", strconv.Itoa(size)})
+	if err != nil {
+		return 0, err
+	}
+	defer stopChild(cmd)
+	url := "http://" + addr + "/"
+	if err := waitHTTP(ctx, url); err != nil {
+		return 0, err
+	}
+	c := bench.NewClient(conns)
+	step := func(ctx context.Context, c *http.Client) (int, error) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader("grant_type=client_credentials&scope=read"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth("bench-cc", "x")
+		resp, err := c.Do(req)
+		if err != nil {
+			return 1, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return 1, err
+	}
+	bench.Load(ctx, c, conns, d/10, step)
+	reqs, _, _, elapsed := bench.Load(ctx, c, conns, d, step)
+	return float64(reqs) / elapsed.Seconds(), nil
+}
+
+// ceilingCmd is the hidden `latchkey bench-ceiling`: a bare net/http server
+// with latchkey's server settings answering a JSON body of --size bytes.
+func ceilingCmd(ctx context.Context, args []string) error {
+	fs := flags("bench-ceiling")
+	listen := fs.String("listen", "127.0.0.1:0", "address")
+	size := fs.Int("size", 128, "answer size in bytes")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	hs := newHTTPServer(bench.Ceiling(*size), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go func() { <-ctx.Done(); hs.Close() }()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func startChild(ctx context.Context, args []string, env ...string) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	return cmd, cmd.Start()
+}
+
+func stopChild(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+	}
+}
+
+func waitHTTP(ctx context.Context, url string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("bench: %s did not answer within 30 s", url)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// cpuSeconds is a process's user+system CPU time from /proc (Linux); 0 elsewhere.
+func cpuSeconds(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command name; utime and stime are 14 and 15.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (u + st) / 100 // USER_HZ is 100 on Linux
+}
+
+func numCPU() int { return runtime.NumCPU() }

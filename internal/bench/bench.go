@@ -1,0 +1,133 @@
+// Package bench is latchkey's load benchmark: closed-loop HTTP load over
+// loopback against a latchkey server it starts itself (or an external one),
+// scenario by scenario, each beside the same load against a bare net/http
+// handler (the ceiling) so that results compare across machines as ratios.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Result is one scenario's figures.
+type Result struct {
+	Name        string
+	Requests    int64
+	Errors      int64
+	Duration    time.Duration
+	P50, P90    time.Duration
+	P99, Max    time.Duration
+	CPUPer1000  float64 // server CPU seconds per 1,000 requests (NaN when unknown)
+	CeilingRPS  float64 // the bare handler's requests/s under the same load
+	BodyBytes   int     // typical answer size (the ceiling answers as much)
+	Description string
+}
+
+// RPS is requests per second.
+func (r Result) RPS() float64 { return float64(r.Requests) / r.Duration.Seconds() }
+
+// Ratio is the scenario's throughput as a share of the ceiling.
+func (r Result) Ratio() float64 {
+	if r.CeilingRPS == 0 {
+		return 0
+	}
+	return r.RPS() / r.CeilingRPS
+}
+
+// Step is one iteration of a scenario; it returns an error when the answer
+// was not the expected one. It may send several requests (it reports how many).
+type Step func(ctx context.Context, c *http.Client) (requests int, err error)
+
+// Load runs step from conns goroutines for d and measures each iteration.
+func Load(ctx context.Context, c *http.Client, conns int, d time.Duration, step Step) (requests, errs int64, lat []time.Duration, elapsed time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var mu sync.Mutex
+	var reqs, bad atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			for ctx.Err() == nil {
+				t := time.Now()
+				n, err := step(ctx, c)
+				if ctx.Err() != nil {
+					break // cut off by the end of the run: neither counted nor an error
+				}
+				local = append(local, time.Since(t))
+				reqs.Add(int64(n))
+				if err != nil {
+					bad.Add(1)
+				}
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return reqs.Load(), bad.Load(), lat, time.Since(start)
+}
+
+// Percentiles returns p50, p90, p99 and max of lat.
+func Percentiles(lat []time.Duration) (p50, p90, p99, mx time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	at := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	return at(.50), at(.90), at(.99), lat[len(lat)-1]
+}
+
+// NewClient is an HTTP client with enough idle connections for conns
+// workers, so the load reuses connections like real clients do.
+func NewClient(conns int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost, t.MaxConnsPerHost = conns*2, conns*2, 0
+	return &http.Client{Transport: t, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// drain reads and closes a body so the connection is reused.
+func drain(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// expect checks a status.
+func expect(resp *http.Response, status int) error {
+	b, err := drain(resp)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != status {
+		return fmt.Errorf("status %d, want %d: %.200s", resp.StatusCode, status, b)
+	}
+	return nil
+}
+
+// Ceiling is the bare handler: a JSON body of size bytes, the same server
+// settings as latchkey's (timeouts, header limit).
+func Ceiling(size int) http.Handler {
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = 'x'
+	}
+	if size >= 2 {
+		body[0], body[size-1] = '"', '"'
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+		_, _ = w.Write(body)
+	})
+}
