@@ -82,6 +82,10 @@ type Store interface {
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.
 	// Nested Tx calls on the transaction's Store run inside the same transaction.
 	Tx(ctx context.Context, fn func(Store) error) error
+	// Savepoint runs fn so that an error of fn undoes fn's writes only and
+	// the enclosing transaction goes on (a bulk import keeps the persons that
+	// succeeded). Outside a transaction it is Tx.
+	Savepoint(ctx context.Context, fn func(Store) error) error
 	// DeleteExpired removes what expired before now (tokens past their
 	// grant's end, codes, pending requests, sessions, assertion ids) and
 	// reports how many records it removed. Grants and tokens are kept until

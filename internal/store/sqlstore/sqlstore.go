@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -52,23 +53,40 @@ type DB struct {
 	d      *Dialect
 	write  *sql.DB // writes and transactions
 	read   *sql.DB // plain reads (SQLite: a pool of read-only connections); may equal write
-	q      querier // write, or the transaction
+	tx     *sql.Tx // the transaction of a Tx's DB; nil outside
 	inTx   bool
-	rebind *sync.Map
+	shared *shared
+	// savepoints numbers the savepoints of a transaction.
+	savepoints *int
 }
 
-type querier interface {
-	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+// shared is what a DB and the DBs of its transactions have in common.
+type shared struct {
+	rebind sync.Map // query -> query with numbered placeholders
+	// Prepared statements per pool: SQLite otherwise parses the SQL text of
+	// every statement (a quarter of an introspection's CPU before this cache).
+	writeStmts, readStmts sync.Map
+	stmtCount             atomic.Int64
+	// pending holds queries first run inside a transaction: they are
+	// prepared on the write pool after it, because a transaction holds
+	// SQLite's only writer connection and preparing on the pool would wait
+	// for itself.
+	pending sync.Map
 }
+
+// maxStmts bounds the statement caches; queries with many parameters (batch
+// inserts, IN lists) are not cached at all.
+const (
+	maxStmts      = 512
+	maxStmtParams = 64
+)
 
 // New returns a DB on write (and read, which may be the same pool).
 func New(d *Dialect, write, read *sql.DB) *DB {
 	if read == nil {
 		read = write
 	}
-	return &DB{d: d, write: write, read: read, q: write, rebind: &sync.Map{}}
+	return &DB{d: d, write: write, read: read, shared: &shared{}}
 }
 
 // Backend names the backend.
@@ -82,8 +100,11 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.read.PingContext(ctx)
 }
 
-// Close closes the pools.
+// Close closes the cached statements and the pools.
 func (db *DB) Close() error {
+	for _, m := range []*sync.Map{&db.shared.writeStmts, &db.shared.readStmts} {
+		m.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
+	}
 	err := db.write.Close()
 	if db.read != db.write {
 		err = errors.Join(err, db.read.Close())
@@ -100,12 +121,13 @@ func (db *DB) Tx(ctx context.Context, fn func(store.Store) error) (err error) {
 	if err != nil {
 		return db.d.Translate(err)
 	}
-	child := &DB{d: db.d, write: db.write, read: db.read, q: tx, inTx: true, rebind: db.rebind}
+	child := &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int)}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()
 			panic(p)
 		}
+		db.preparePending(ctx)
 	}()
 	if err := fn(child); err != nil {
 		_ = tx.Rollback()
@@ -114,13 +136,36 @@ func (db *DB) Tx(ctx context.Context, fn func(store.Store) error) (err error) {
 	return db.d.Translate(tx.Commit())
 }
 
+// Savepoint runs fn inside a savepoint of the current transaction: an error
+// of fn undoes fn's writes only and the transaction goes on (PostgreSQL
+// would otherwise refuse every later statement of the transaction). Outside
+// a transaction it is Tx.
+func (db *DB) Savepoint(ctx context.Context, fn func(store.Store) error) (err error) {
+	if !db.inTx {
+		return db.Tx(ctx, fn)
+	}
+	*db.savepoints++
+	name := "lk_sp" + strconv.Itoa(*db.savepoints)
+	if _, err := db.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
+		return db.d.Translate(err)
+	}
+	if err := fn(db); err != nil {
+		if _, rerr := db.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
+			return errors.Join(err, db.d.Translate(rerr))
+		}
+		return err
+	}
+	_, err = db.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name)
+	return db.d.Translate(err)
+}
+
 // sql rewrites "?" placeholders to "$n" for dialects that number them. The
 // queries of this package hold no "?" in literals, so the rewrite is exact.
 func (db *DB) sql(q string) string {
 	if !db.d.NumberedPlaceholders {
 		return q
 	}
-	if v, ok := db.rebind.Load(q); ok {
+	if v, ok := db.shared.rebind.Load(q); ok {
 		return v.(string)
 	}
 	var b strings.Builder
@@ -135,37 +180,162 @@ func (db *DB) sql(q string) string {
 		b.WriteByte(q[i])
 	}
 	out := b.String()
-	db.rebind.Store(q, out)
+	db.shared.rebind.Store(q, out)
 	return out
 }
 
+// prepared returns the statement of q on pool: the cached one, or a new one
+// that is cached unless the cache is full (then the caller closes it).
+func (db *DB) prepared(ctx context.Context, pool *sql.DB, cache *sync.Map, q string) (st *sql.Stmt, cached bool, err error) {
+	if v, ok := cache.Load(q); ok {
+		return v.(*sql.Stmt), true, nil
+	}
+	st, err = pool.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	if db.shared.stmtCount.Load() >= maxStmts {
+		return st, false, nil
+	}
+	if v, loaded := cache.LoadOrStore(q, st); loaded {
+		st.Close()
+		return v.(*sql.Stmt), true, nil
+	}
+	db.shared.stmtCount.Add(1)
+	return st, true, nil
+}
+
+// stmt returns a statement for q: a cached prepared one (bound to the
+// transaction when there is one) or, the first time q runs inside a
+// transaction, the transaction itself.
+func (db *DB) stmt(ctx context.Context, q string, nargs int, write bool) (st statement, done func(), err error) {
+	pool, cache := db.read, &db.shared.readStmts
+	if write || db.inTx {
+		pool, cache = db.write, &db.shared.writeStmts
+	}
+	done = func() {}
+	if db.tx != nil {
+		if v, ok := cache.Load(q); ok {
+			return db.tx.StmtContext(ctx, v.(*sql.Stmt)), done, nil
+		}
+		if nargs <= maxStmtParams {
+			db.shared.pending.Store(q, struct{}{})
+		}
+		return txStatement{db.tx, q}, done, nil
+	}
+	var ps *sql.Stmt
+	cached := false
+	if nargs > maxStmtParams {
+		ps, err = pool.PrepareContext(ctx, q)
+	} else {
+		ps, cached, err = db.prepared(ctx, pool, cache, q)
+	}
+	if err != nil {
+		return nil, done, err
+	}
+	if !cached {
+		done = func() { ps.Close() }
+	}
+	return ps, done, nil
+}
+
+// preparePending prepares on the write pool the queries that so far ran only
+// inside transactions. Failures are ignored: the query then stays unprepared.
+func (db *DB) preparePending(ctx context.Context) {
+	db.shared.pending.Range(func(k, _ any) bool {
+		db.shared.pending.Delete(k)
+		_, _, _ = db.prepared(context.WithoutCancel(ctx), db.write, &db.shared.writeStmts, k.(string))
+		return true
+	})
+}
+
+// statement is what *sql.Stmt and txStatement have in common.
+type statement interface {
+	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, args ...any) *sql.Row
+}
+
+// txStatement runs an unprepared query on a transaction.
+type txStatement struct {
+	tx *sql.Tx
+	q  string
+}
+
+func (t txStatement) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.q, args...)
+}
+
+func (t txStatement) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, t.q, args...)
+}
+
+func (t txStatement) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, t.q, args...)
+}
+
 func (db *DB) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	res, err := db.q.ExecContext(ctx, db.sql(q), args...)
+	st, done, err := db.stmt(ctx, db.sql(q), len(args), true)
+	if err != nil {
+		return nil, db.d.Translate(err)
+	}
+	defer done()
+	res, err := st.ExecContext(ctx, args...)
 	return res, db.d.Translate(err)
 }
 
-// queryRow reads through the transaction when there is one, else the read pool.
-func (db *DB) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	if db.inTx {
-		return db.q.QueryRowContext(ctx, db.sql(q), args...)
+// row is a single-row result whose statement is released after Scan.
+type row struct {
+	r    *sql.Row
+	err  error
+	done func()
+}
+
+func (r *row) Scan(dest ...any) error {
+	defer r.done()
+	if r.err != nil {
+		return r.err
 	}
-	return db.read.QueryRowContext(ctx, db.sql(q), args...)
+	return r.r.Scan(dest...)
+}
+
+func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row {
+	st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
+	if err != nil {
+		return &row{err: err, done: done}
+	}
+	return &row{r: st.QueryRowContext(ctx, args...), done: done}
+}
+
+// queryRow reads through the transaction when there is one, else the read pool.
+func (db *DB) queryRow(ctx context.Context, q string, args ...any) *row {
+	return db.rowOn(ctx, false, q, args...)
 }
 
 // queryRowWrite runs a writing statement that returns a row (RETURNING).
-func (db *DB) queryRowWrite(ctx context.Context, q string, args ...any) *sql.Row {
-	return db.q.QueryRowContext(ctx, db.sql(q), args...)
+func (db *DB) queryRowWrite(ctx context.Context, q string, args ...any) *row {
+	return db.rowOn(ctx, true, q, args...)
 }
 
-func (db *DB) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	var err error
-	if db.inTx {
-		rows, err = db.q.QueryContext(ctx, db.sql(q), args...)
-	} else {
-		rows, err = db.read.QueryContext(ctx, db.sql(q), args...)
+// rows closes its statement with the rows.
+type rows struct {
+	*sql.Rows
+	done func()
+}
+
+func (r *rows) Close() error { defer r.done(); return r.Rows.Close() }
+
+func (db *DB) query(ctx context.Context, q string, args ...any) (*rows, error) {
+	st, done, err := db.stmt(ctx, db.sql(q), len(args), false)
+	if err != nil {
+		return nil, db.d.Translate(err)
 	}
-	return rows, db.d.Translate(err)
+	rs, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		done()
+		return nil, db.d.Translate(err)
+	}
+	return &rows{Rows: rs, done: done}, nil
 }
 
 // scanErr maps sql.ErrNoRows to store.ErrNotFound.

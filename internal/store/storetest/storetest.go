@@ -42,6 +42,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"TxCommit", testTxCommit},
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
+		{"SavepointKeepsTheRest", testSavepoint},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

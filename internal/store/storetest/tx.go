@@ -66,3 +66,43 @@ func testTxPanic(t *testing.T, s store.Store) {
 		t.Errorf("client written by a panicking transaction exists: %v", err)
 	}
 }
+
+func testSavepoint(t *testing.T, s store.Store) {
+	err := s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.UpsertClient(ctx(), store.Client{ID: "c1", TokenEndpointAuthMethod: "none"}); err != nil {
+			return err
+		}
+		// A constraint violation inside a savepoint: PostgreSQL aborts the
+		// transaction unless the savepoint is rolled back.
+		err := tx.Savepoint(ctx(), func(sp store.Store) error {
+			if err := sp.UpsertClient(ctx(), store.Client{ID: "c2", TokenEndpointAuthMethod: "none"}); err != nil {
+				return err
+			}
+			if err := sp.CreateGrant(ctx(), grant("g1")); err != nil {
+				return err
+			}
+			return sp.CreateGrant(ctx(), grant("g1"))
+		})
+		if !errors.Is(err, store.ErrConflict) {
+			t.Errorf("Savepoint = %v, want ErrConflict", err)
+		}
+		if err := tx.Savepoint(ctx(), func(sp store.Store) error {
+			return sp.UpsertClient(ctx(), store.Client{ID: "c3", TokenEndpointAuthMethod: "none"})
+		}); err != nil {
+			return err
+		}
+		return tx.UpsertClient(ctx(), store.Client{ID: "c4", TokenEndpointAuthMethod: "none"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"c1": true, "c2": false, "c3": true, "c4": true} {
+		_, err := s.GetClient(ctx(), id)
+		if got := err == nil; got != want {
+			t.Errorf("client %s exists = %v, want %v (%v)", id, got, want, err)
+		}
+	}
+	if _, err := s.GetGrant(ctx(), "g1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("grant of the rolled-back savepoint exists: %v", err)
+	}
+}
