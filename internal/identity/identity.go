@@ -82,7 +82,7 @@ func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw 
 			return store.Person{}, ErrThrottled
 		}
 	}
-	p, err := s.Store.GetPersonByEmail(ctx, email)
+	p, err := s.Store.GetPersonByEmail(ctx, "", email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.Person{}, err
 	}
@@ -136,7 +136,7 @@ func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) erro
 			return err
 		}
 		now := s.Now().UTC()
-		p, err := s.Store.GetPersonByEmail(ctx, cp.Email)
+		p, err := s.Store.GetPersonByEmail(ctx, "", cp.Email)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			id := uuid.NewString()

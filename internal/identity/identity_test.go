@@ -98,7 +98,7 @@ func TestFailedLoginsAreThrottledPerAddress(t *testing.T) {
 
 func TestBlockedPersonCannotLogIn(t *testing.T) {
 	s, st, _ := newService(t)
-	p, _ := st.GetPersonByEmail(context.Background(), "jane@example.com")
+	p, _ := st.GetPersonByEmail(context.Background(), "", "jane@example.com")
 	if err := st.UpdatePerson(context.Background(), p.ID, func(p store.Person) (store.Person, error) { p.Status = StatusBlocked; return p, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestBlockedPersonCannotLogIn(t *testing.T) {
 
 func TestOutdatedHashIsUpgradedAtLogin(t *testing.T) {
 	s, st, _ := newService(t)
-	p, _ := st.GetPersonByEmail(context.Background(), "jane@example.com")
+	p, _ := st.GetPersonByEmail(context.Background(), "", "jane@example.com")
 	// A bcrypt hash stands for any outdated algorithm.
 	old := bcryptOf(t, "right-password")
 	if err := st.UpdatePerson(context.Background(), p.ID, func(p store.Person) (store.Person, error) { p.PasswordHash = old; return p, nil }); err != nil {

@@ -68,7 +68,7 @@ func personToken(t *testing.T, s *servertest.Server, id, secret, authQuery strin
 
 func TestIntrospectionMembers(t *testing.T) {
 	forEachBackendWith(t, introspectConfig, func(t *testing.T, s *servertest.Server) {
-		person, _ := s.Store.GetPersonByEmail(t.Context(), personEmail)
+		person, _ := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
 		t.Run("person token", func(t *testing.T) {
 			tok := personToken(t, s, "web", webSecret, "")
 			r := introspect(t, s, tok.AccessToken, nil)
@@ -268,7 +268,7 @@ func TestCustomAttributeMapping(t *testing.T) {
 	cfg := introspectConfig()
 	cfg.Introspection.UserDetails = map[string]string{"email": "mail", "custom.loyalty": "loyalty_level"}
 	s := servertest.Start(t, cfg, servertest.Options{})
-	p, _ := s.Store.GetPersonByEmail(t.Context(), personEmail)
+	p, _ := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
 	if err := s.Store.UpdatePerson(t.Context(), p.ID, func(p store.Person) (store.Person, error) {
 		p.Custom = map[string]string{"loyalty": "gold", "hidden": "x"}
 		return p, nil
@@ -288,7 +288,7 @@ func TestRefreshUserDetails(t *testing.T) {
 	if r := introspect(t, s, tok.AccessToken, nil); r.json["user_details"].(map[string]any)["first_name"] != "Jane" {
 		t.Fatalf("first: %s", r.body)
 	}
-	p, _ := s.Store.GetPersonByEmail(t.Context(), personEmail)
+	p, _ := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
 	if err := s.Store.UpdatePerson(t.Context(), p.ID, func(p store.Person) (store.Person, error) { p.FirstName = "Janet"; return p, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestAccessTokenWebHook(t *testing.T) {
 	cfg := introspectConfig()
 	cfg.Webhooks.AccessToken = config.Webhook{URL: hook.URL, Secret: hookSecret}
 	s := servertest.Start(t, cfg, servertest.Options{})
-	person, _ := s.Store.GetPersonByEmail(t.Context(), personEmail)
+	person, _ := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
 	oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
 	oc.Scopes = []string{"read", "write"}
 	verifier := oauth2.GenerateVerifier()

@@ -6,29 +6,84 @@ import (
 )
 
 // Person is a person account (the customer-identity side). Email is the
-// primary email address; it is unique across persons, compared case-insensitively.
+// primary email address; it is unique within the person's partition,
+// compared case-insensitively.
 type Person struct {
 	ID           string // UUID
+	Partition    string // persons partition; "" is the default partition
 	Email        string
 	PasswordHash string // PHC string; "" when the person has no password
 	FirstName    string
 	LastName     string
 	Status       string            // CREATED | INVITED | ACTIVATED | BLOCKED | INACTIVE
 	Custom       map[string]string // custom attributes (name -> value); nil for none
+	Profile      PersonProfile
+	TOTPSecret   []byte // sealed with the server key; nil when none
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
 
+// PersonProfile is the rest of a person's profile. The JSON names are the
+// backends' storage encoding.
+type PersonProfile struct {
+	Gender          string          `json:"gender,omitempty"`
+	DateOfBirth     string          `json:"date_of_birth,omitempty"` // YYYY-MM-DD
+	Initials        string          `json:"initials,omitempty"`
+	DisplayName     string          `json:"display_name,omitempty"`
+	Emails          []ContactPoint  `json:"email_addresses,omitempty"`
+	Phones          []ContactPoint  `json:"phone_numbers,omitempty"`
+	Addresses       []PostalAddress `json:"addresses,omitempty"`
+	PreferredLocale string          `json:"preferred_locale,omitempty"`
+}
+
+// ContactPoint is an email address or a phone number.
+type ContactPoint struct {
+	Value    string `json:"value"`
+	Primary  bool   `json:"primary,omitempty"`
+	Verified bool   `json:"verified,omitempty"`
+}
+
+// PostalAddress is a postal address.
+type PostalAddress struct {
+	HouseNumber         int    `json:"house_number,omitempty"`
+	HouseNumberAddition string `json:"house_number_addition,omitempty"`
+	StreetName          string `json:"street_name,omitempty"`
+	City                string `json:"city,omitempty"`
+	PostalCode          string `json:"postal_code,omitempty"`
+	Region              string `json:"region,omitempty"`
+	CountryCode         string `json:"country_code,omitempty"`
+	CompanyName         string `json:"company_name,omitempty"`
+	Attention           string `json:"attention,omitempty"`
+	Primary             bool   `json:"primary,omitempty"`
+}
+
+// ExternalIdentity links a person to an account at an identity provider;
+// (Partition, IdPID, ExternalID) is unique.
+type ExternalIdentity struct {
+	Partition  string
+	IdPID      string
+	ExternalID string
+	PersonID   string
+	CreatedAt  time.Time
+}
+
 // Persons stores person accounts.
 type Persons interface {
-	// CreatePerson returns ErrConflict when the ID or the email (case-insensitively) is taken.
+	// CreatePerson returns ErrConflict when the ID, or the email
+	// (case-insensitively) within the partition, is taken.
 	CreatePerson(ctx context.Context, p Person) error
 	GetPerson(ctx context.Context, id string) (Person, error)
-	// GetPersonByEmail matches the email case-insensitively.
-	GetPersonByEmail(ctx context.Context, email string) (Person, error)
+	// GetPersonByEmail matches the email case-insensitively within partition.
+	GetPersonByEmail(ctx context.Context, partition, email string) (Person, error)
 	// UpdatePerson reads the person, applies fn and writes the result in one
-	// transaction. ErrNotFound for an unknown ID; ErrConflict when the new email is taken.
+	// transaction. ErrNotFound for an unknown ID; ErrConflict when the new
+	// email is taken. ID, Partition and CreatedAt cannot change.
 	UpdatePerson(ctx context.Context, id string, fn func(Person) (Person, error)) error
+	// LinkIdentity records e. Linking the same identity to the same person
+	// again is a no-op; ErrConflict when it is linked to another person.
+	LinkIdentity(ctx context.Context, e ExternalIdentity) error
+	// ListIdentities returns the identities linked to a person.
+	ListIdentities(ctx context.Context, personID string) ([]ExternalIdentity, error)
 }
 
 // Grant is one authorization: what a client may do for a subject. Every token
@@ -203,6 +258,8 @@ type Event struct {
 	ClientIP      string
 	UserAgent     string
 	AgentUser     string // event_agent_user
+	Partition     string // persons partition of a person event
+	Context       map[string]string // flow context parameters; nil for none
 	Occurred      time.Time
 }
 

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 )
 
 const eventColumns = `id, kind, type, name, client_id, app_name, transaction_id, user_id, person_id, client_ip,
-	user_agent, agent_user, occurred`
+	user_agent, agent_user, partition_id, context, occurred`
 
 // where builds the WHERE clause of f with "?" placeholders.
 func eventWhere(f store.EventFilter) (string, []any) {
@@ -68,9 +69,15 @@ func (db *DB) SearchEvents(ctx context.Context, f store.EventFilter, offset, lim
 	for rows.Next() {
 		var e store.Event
 		var occurred int64
+		var flowContext string
 		if err := rows.Scan(&e.ID, &e.Kind, &e.Type, &e.Name, &e.ClientID, &e.AppName, &e.TransactionID, &e.UserID,
-			&e.PersonID, &e.ClientIP, &e.UserAgent, &e.AgentUser, &occurred); err != nil {
+			&e.PersonID, &e.ClientIP, &e.UserAgent, &e.AgentUser, &e.Partition, &flowContext, &occurred); err != nil {
 			return nil, err
+		}
+		if flowContext != "{}" {
+			if err := json.Unmarshal([]byte(flowContext), &e.Context); err != nil {
+				return nil, err
+			}
 		}
 		e.Occurred = time.UnixMilli(occurred).UTC()
 		out = append(out, e)

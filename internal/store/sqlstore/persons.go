@@ -9,13 +9,15 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-const personColumns = `id, email, password_hash, first_name, last_name, status, custom_attributes, created_at, updated_at`
+const personColumns = `id, partition_id, email, password_hash, first_name, last_name, status, custom_attributes,
+	profile, totp_secret, created_at, updated_at`
 
 func scanPerson(s scanner) (store.Person, error) {
 	var p store.Person
-	var custom string
+	var custom, profile string
 	var created, updated int64
-	if err := s.Scan(&p.ID, &p.Email, &p.PasswordHash, &p.FirstName, &p.LastName, &p.Status, &custom, &created, &updated); err != nil {
+	if err := s.Scan(&p.ID, &p.Partition, &p.Email, &p.PasswordHash, &p.FirstName, &p.LastName, &p.Status, &custom,
+		&profile, &p.TOTPSecret, &created, &updated); err != nil {
 		return p, err
 	}
 	if err := json.Unmarshal([]byte(custom), &p.Custom); err != nil {
@@ -24,11 +26,21 @@ func scanPerson(s scanner) (store.Person, error) {
 	if len(p.Custom) == 0 {
 		p.Custom = nil
 	}
+	if err := json.Unmarshal([]byte(profile), &p.Profile); err != nil {
+		return p, err
+	}
+	p.TOTPSecret = fromBlob(p.TOTPSecret)
 	p.CreatedAt, p.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return p, nil
 }
 
-// CreatePerson inserts a person; the ID and the lower-cased email are unique.
+func profileJSON(p store.PersonProfile) (string, error) {
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// CreatePerson inserts a person; the ID and, within the partition, the
+// lower-cased email are unique.
 func (db *DB) CreatePerson(ctx context.Context, p store.Person) error {
 	now := time.Now().UTC()
 	if p.CreatedAt.IsZero() {
@@ -37,9 +49,13 @@ func (db *DB) CreatePerson(ctx context.Context, p store.Person) error {
 	if p.UpdatedAt.IsZero() {
 		p.UpdatedAt = p.CreatedAt
 	}
-	_, err := db.exec(ctx, `INSERT INTO persons (`+personColumns+`, email_lower) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.Email, p.PasswordHash, p.FirstName, p.LastName, p.Status, stringMap(p.Custom), micros(p.CreatedAt),
-		micros(p.UpdatedAt), strings.ToLower(p.Email))
+	profile, err := profileJSON(p.Profile)
+	if err != nil {
+		return err
+	}
+	_, err = db.exec(ctx, `INSERT INTO persons (`+personColumns+`, email_lower) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.Partition, p.Email, p.PasswordHash, p.FirstName, p.LastName, p.Status, stringMap(p.Custom), profile,
+		p.TOTPSecret, micros(p.CreatedAt), micros(p.UpdatedAt), strings.ToLower(p.Email))
 	return err
 }
 
@@ -49,9 +65,10 @@ func (db *DB) GetPerson(ctx context.Context, id string) (store.Person, error) {
 	return p, db.scanErr(err)
 }
 
-// GetPersonByEmail matches the email case-insensitively.
-func (db *DB) GetPersonByEmail(ctx context.Context, email string) (store.Person, error) {
-	p, err := scanPerson(db.queryRow(ctx, `SELECT `+personColumns+` FROM persons WHERE email_lower = ?`, strings.ToLower(email)))
+// GetPersonByEmail matches the email case-insensitively within partition.
+func (db *DB) GetPersonByEmail(ctx context.Context, partition, email string) (store.Person, error) {
+	p, err := scanPerson(db.queryRow(ctx, `SELECT `+personColumns+` FROM persons WHERE partition_id = ? AND email_lower = ?`,
+		partition, strings.ToLower(email)))
 	return p, db.scanErr(err)
 }
 
@@ -59,19 +76,65 @@ func (db *DB) GetPersonByEmail(ctx context.Context, email string) (store.Person,
 func (db *DB) UpdatePerson(ctx context.Context, id string, fn func(store.Person) (store.Person, error)) error {
 	return db.Tx(ctx, func(st store.Store) error {
 		tx := st.(*DB)
-		old, err := tx.GetPerson(ctx, id)
-		if err != nil {
+		old, err := scanPerson(tx.queryRow(ctx, `SELECT `+personColumns+` FROM persons WHERE id = ?`+tx.d.ForUpdate, id))
+		if err = tx.scanErr(err); err != nil {
 			return err
 		}
 		p, err := fn(old)
 		if err != nil {
 			return err
 		}
-		p.ID, p.CreatedAt, p.UpdatedAt = old.ID, old.CreatedAt, time.Now().UTC()
+		p.ID, p.Partition, p.CreatedAt, p.UpdatedAt = old.ID, old.Partition, old.CreatedAt, time.Now().UTC()
+		profile, err := profileJSON(p.Profile)
+		if err != nil {
+			return err
+		}
 		_, err = tx.exec(ctx, `UPDATE persons SET email = ?, email_lower = ?, password_hash = ?, first_name = ?,
-			last_name = ?, status = ?, custom_attributes = ?, updated_at = ? WHERE id = ?`,
+			last_name = ?, status = ?, custom_attributes = ?, profile = ?, totp_secret = ?, updated_at = ? WHERE id = ?`,
 			p.Email, strings.ToLower(p.Email), p.PasswordHash, p.FirstName, p.LastName, p.Status, stringMap(p.Custom),
-			micros(p.UpdatedAt), id)
+			profile, p.TOTPSecret, micros(p.UpdatedAt), id)
 		return err
 	})
+}
+
+// LinkIdentity records an external identity of a person.
+func (db *DB) LinkIdentity(ctx context.Context, e store.ExternalIdentity) error {
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = time.Now().UTC()
+	}
+	// One statement decides: a new link is inserted, the same link again
+	// changes nothing, a link to another person comes back as a conflict.
+	var owner string
+	err := db.queryRowWrite(ctx, `INSERT INTO person_identities (partition_id, idp_id, external_person_id, person_id, created_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (partition_id, idp_id, external_person_id) DO UPDATE SET person_id = person_identities.person_id
+		RETURNING person_id`, e.Partition, e.IdPID, e.ExternalID, e.PersonID, micros(e.CreatedAt)).Scan(&owner)
+	if err != nil {
+		return db.scanErr(err)
+	}
+	if owner != e.PersonID {
+		return store.ErrConflict
+	}
+	return nil
+}
+
+// ListIdentities returns a person's linked identities, oldest first.
+func (db *DB) ListIdentities(ctx context.Context, personID string) ([]store.ExternalIdentity, error) {
+	rows, err := db.query(ctx, `SELECT partition_id, idp_id, external_person_id, person_id, created_at
+		FROM person_identities WHERE person_id = ? ORDER BY created_at, idp_id, external_person_id`, personID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.ExternalIdentity
+	for rows.Next() {
+		var e store.ExternalIdentity
+		var created int64
+		if err := rows.Scan(&e.Partition, &e.IdPID, &e.ExternalID, &e.PersonID, &created); err != nil {
+			return nil, err
+		}
+		e.CreatedAt = fromMicros(created)
+		out = append(out, e)
+	}
+	return out, db.d.Translate(rows.Err())
 }

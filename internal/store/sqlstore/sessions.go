@@ -170,15 +170,15 @@ func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
 		n := min(len(es), eventBatch)
 		var b strings.Builder
 		b.WriteString(`INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
-			person_id, client_ip, user_agent, agent_user, occurred) VALUES `)
-		args := make([]any, 0, n*14)
+			person_id, client_ip, user_agent, agent_user, partition_id, context, occurred) VALUES `)
+		args := make([]any, 0, n*16)
 		for i, e := range es[:n] {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
-				e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Occurred.UnixMilli())
+				e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context), e.Occurred.UnixMilli())
 		}
 		if _, err := db.exec(ctx, b.String(), args...); err != nil {
 			return err

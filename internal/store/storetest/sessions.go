@@ -127,7 +127,8 @@ func testEvents(t *testing.T, s store.Store) {
 	evs := []store.Event{
 		mk("e1", "A", "Alice", "c1", 1), mk("e2", "B", "bob", "c1", 2), mk("e3", "A", "ALICE", "c2", 3),
 		mk("e4", "C", "carol", "c2", 3), mk("e5", "B", "alice", "c1", 5),
-		{ID: "p1", Kind: store.EventPerson, Type: "person.PersonCreatedEvent", Name: "Person Created", AgentUser: "admin", Occurred: base},
+		{ID: "p1", Kind: store.EventPerson, Type: "person.PersonCreatedEvent", Name: "Person Created", AgentUser: "admin",
+			Partition: "tenant-2", Context: map[string]string{"campaign": "spring", "source": "crm"}, Occurred: base},
 	}
 	if err := s.AppendEvents(ctx(), evs...); err != nil {
 		t.Fatal(err)
@@ -176,8 +177,11 @@ func testEvents(t *testing.T, s store.Store) {
 		t.Errorf("a bounded count stops at its bound: %d", n)
 	}
 	persons, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventPerson, AgentUser: "admin"}, 0, 10)
-	if err != nil || len(persons) != 1 || persons[0].Name != "Person Created" || !persons[0].Occurred.Equal(base) {
-		t.Errorf("person events: %+v, %v", persons, err)
+	if err != nil || len(persons) != 1 {
+		t.Fatalf("person events: %+v, %v", persons, err)
+	}
+	if d := cmp.Diff(evs[5], persons[0]); d != "" {
+		t.Errorf("person event round trip (-want +got):\n%s", d)
 	}
 	n, err := s.DeleteEventsBefore(ctx(), base.Add(3*time.Millisecond), 1)
 	if err != nil || n != 1 {

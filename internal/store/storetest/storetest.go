@@ -27,6 +27,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"AssertionIDs", testAssertionIDs},
 		{"PersonRoundTripAndEmailCase", testPersons},
 		{"PersonConflicts", testPersonConflicts},
+		{"PersonIdentities", testIdentities},
 		{"GrantAndTokens", testGrantAndTokens},
 		{"RevokeGrantRevokesTokens", testRevokeGrant},
 		{"RefreshTokenSingleUse", testRefreshSingleUse},
@@ -61,6 +62,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"ThrottleRace", testThrottleRace},
 		{"UpsertClientRace", testUpsertClientRace},
 		{"CreatePersonRace", testCreatePersonRace},
+		{"LinkIdentityRace", testLinkIdentityRace},
 		{"CreateScopeRace", testCreateScopeRace},
 		{"DeviceCodeRace", testDeviceCodeRace},
 	} {
