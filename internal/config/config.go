@@ -56,6 +56,7 @@ type Config struct {
 	Features           Features      `yaml:"features"`
 	Events             Events        `yaml:"events"`
 	Webhooks           Webhooks      `yaml:"webhooks"`
+	Import             Import        `yaml:"import"`
 	Clients            []Client      `yaml:"clients"`
 	APIUsers           []APIUser     `yaml:"api_users"`
 	Persons            []Person      `yaml:"persons"`
@@ -81,6 +82,21 @@ type Events struct {
 type Features struct {
 	// EventsAPIEnabled turns the person events API on (default true).
 	EventsAPIEnabled *bool `yaml:"events_api_enabled"`
+}
+
+// Import configures the person import API (POST /api/import/persons).
+type Import struct {
+	// Enabled turns the API on (default true); off, it answers 503 (1001).
+	Enabled *bool `yaml:"enabled"`
+	// PBKDF2PRF is the PRF of imported hashed_password digests: sha256
+	// (default), sha512 or sha1. The key length is the digest's own length.
+	PBKDF2PRF string `yaml:"pbkdf2_prf"`
+	// MaxPersons is the most persons one request may carry (default 10000);
+	// more answers 413.
+	MaxPersons int `yaml:"max_persons"`
+	// Partitioning makes X-Vendor-Persons-Partition-Id required: each
+	// import goes to that partition, and emails are unique per partition.
+	Partitioning bool `yaml:"partitioning"`
 }
 
 // Introspection configures the custom members of token introspection.
@@ -272,6 +288,16 @@ func (c *Config) fillDefaults() {
 	if c.DeviceCodeLifetime == 0 {
 		c.DeviceCodeLifetime = Duration(10 * time.Minute)
 	}
+	if c.Import.Enabled == nil {
+		t := true
+		c.Import.Enabled = &t
+	}
+	if c.Import.PBKDF2PRF == "" {
+		c.Import.PBKDF2PRF = "sha256"
+	}
+	if c.Import.MaxPersons == 0 {
+		c.Import.MaxPersons = 10000
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -394,6 +420,14 @@ func (c *Config) Validate() error {
 	}
 	if c.PasswordAuthenticationLevel < 0 || c.PasswordAuthenticationLevel > 100 {
 		return fmt.Errorf("password_authentication_level: %d is not between 1 and 100", c.PasswordAuthenticationLevel)
+	}
+	switch c.Import.PBKDF2PRF {
+	case "sha256", "sha512", "sha1":
+	default:
+		return fmt.Errorf("import.pbkdf2_prf: %q is not sha256, sha512 or sha1", c.Import.PBKDF2PRF)
+	}
+	if c.Import.MaxPersons < 1 || c.Import.MaxPersons > 100000 {
+		return fmt.Errorf("import.max_persons: %d is not between 1 and 100000", c.Import.MaxPersons)
 	}
 	if c.Events.Retention < 0 {
 		return errors.New("events.retention: must not be negative")

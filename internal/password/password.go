@@ -192,3 +192,20 @@ func VerifyPBKDF2(prf string, digest, salt []byte, iterations int, pw string) (b
 	}
 	return subtle.ConstantTimeCompare(got, digest) == 1, nil
 }
+
+// PBKDF2PHC checks the parameters of a raw PBKDF2 hash (the import API's
+// hashed_password) and writes it as the PHC string Verify reads. The person's
+// first successful login replaces it with argon2id (NeedsRehash).
+func PBKDF2PHC(prf string, digest, salt []byte, iterations int) (string, error) {
+	switch {
+	case prf != "sha256" && prf != "sha512" && prf != "sha1":
+		return "", fmt.Errorf("PRF %q is not supported", prf)
+	case iterations <= 0 || iterations > maxPBKDF2Iter:
+		return "", fmt.Errorf("nr_of_iterations must be between 1 and %d", maxPBKDF2Iter)
+	case len(digest) < 16 || len(digest) > maxKeyLen:
+		return "", fmt.Errorf("digest must be between 16 and %d bytes", maxKeyLen)
+	case len(salt) == 0 || len(salt) > 1024:
+		return "", errors.New("salt must be between 1 and 1024 bytes")
+	}
+	return fmt.Sprintf("$pbkdf2-%s$i=%d,l=%d$%s$%s", prf, iterations, len(digest), b64.EncodeToString(salt), b64.EncodeToString(digest)), nil
+}

@@ -2,9 +2,11 @@ package password
 
 import (
 	"crypto/pbkdf2"
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"fmt"
+	"hash"
 	"strings"
 	"testing"
 
@@ -118,4 +120,46 @@ func FuzzVerify(f *testing.F) {
 		}
 		_, _ = Verify(phc, pw) // must not panic
 	})
+}
+
+func TestPBKDF2PHC(t *testing.T) {
+	salt := []byte("a salt of sixteen")
+	for _, prf := range []string{"sha256", "sha512", "sha1"} {
+		h := map[string]func() hash.Hash{"sha256": sha256.New, "sha512": sha512.New, "sha1": sha1.New}[prf]
+		digest, err := pbkdf2.Key(h, "correct horse", salt, 1000, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		phc, err := PBKDF2PHC(prf, digest, salt, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := Verify(phc, "correct horse"); !ok || err != nil {
+			t.Errorf("%s: Verify(right) = %v, %v (%s)", prf, ok, err, phc)
+		}
+		if ok, _ := Verify(phc, "wrong horse"); ok {
+			t.Errorf("%s: wrong password accepted", prf)
+		}
+		if !NeedsRehash(phc) {
+			t.Errorf("%s: an imported PBKDF2 hash must be upgraded at login", prf)
+		}
+	}
+	digest := make([]byte, 32)
+	for name, tc := range map[string]struct {
+		prf          string
+		digest, salt []byte
+		iter         int
+	}{
+		"unknown prf":      {"md5", digest, salt, 1000},
+		"zero iterations":  {"sha256", digest, salt, 0},
+		"too many":         {"sha256", digest, salt, maxPBKDF2Iter + 1},
+		"short digest":     {"sha256", digest[:15], salt, 1000},
+		"long digest":      {"sha256", make([]byte, maxKeyLen+1), salt, 1000},
+		"no salt":          {"sha256", digest, nil, 1000},
+		"negative counter": {"sha256", digest, salt, -1},
+	} {
+		if _, err := PBKDF2PHC(tc.prf, tc.digest, tc.salt, tc.iter); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
 }
