@@ -180,7 +180,7 @@ func TestPersonEvents(t *testing.T) {
 	}
 	want := map[string]any{"resultSet": []any{map[string]any{"event_identifier": "p-1", "person_id": "person-1",
 		"occurred": float64(base.Add(time.Second).UnixMilli()), "event_type": "person.PersonCreatedEvent", "event_name": "Person Created",
-		"client_ip": "", "user_agent": ""}}, "pagination": map[string]any{"offset": float64(0), "pageSize": float64(1), "totalResults": float64(2)}}
+		"client_ip": "", "user_agent": "", "partition_id": "", "event_agent_user": "admin"}}, "pagination": map[string]any{"offset": float64(0), "pageSize": float64(1), "totalResults": float64(2)}}
 	if d := cmp.Diff(want, out); d != "" {
 		t.Errorf("person events (-want +got):\n%s", d)
 	}

@@ -22,7 +22,9 @@ var personNames = map[string]string{PersonCreated: "Person Created", PersonUpdat
 type Person struct {
 	Type      string
 	PersonID  string
-	AgentUser string // the actor: an API user, an administrator, "config"
+	AgentUser string            // the actor: an API user, an administrator, "config"
+	Partition string            // the persons partition; "" is the default one
+	Context   map[string]string // flow context parameters (X-Vendor-Flow-Context-Params)
 }
 
 // RecordPerson appends a person event through st (possibly a transaction).
@@ -32,7 +34,7 @@ func (rec *Recorder) RecordPerson(ctx context.Context, st store.Events, r *http.
 		name = e.Type
 	}
 	ev := store.Event{ID: rec.NewID(), Kind: store.EventPerson, Type: e.Type, Name: name, PersonID: e.PersonID,
-		UserID: e.PersonID, AgentUser: e.AgentUser, Occurred: rec.Now().UTC()}
+		UserID: e.PersonID, AgentUser: e.AgentUser, Partition: e.Partition, Context: e.Context, Occurred: rec.Now().UTC()}
 	if r != nil {
 		ev.ClientIP = rec.Proxies.ClientIP(r)
 		ev.UserAgent = truncate(r.UserAgent(), 512)
@@ -42,13 +44,16 @@ func (rec *Recorder) RecordPerson(ctx context.Context, st store.Events, r *http.
 
 // PersonRecord is the spec's person event record.
 type PersonRecord struct {
-	EventIdentifier string `json:"event_identifier"`
-	PersonID        string `json:"person_id"`
-	Occurred        int64  `json:"occurred"`
-	EventType       string `json:"event_type"`
-	EventName       string `json:"event_name"`
-	ClientIP        string `json:"client_ip"`
-	UserAgent       string `json:"user_agent"`
+	EventIdentifier string            `json:"event_identifier"`
+	PersonID        string            `json:"person_id"`
+	Occurred        int64             `json:"occurred"`
+	EventType       string            `json:"event_type"`
+	EventName       string            `json:"event_name"`
+	ClientIP        string            `json:"client_ip"`
+	UserAgent       string            `json:"user_agent"`
+	PartitionID     string            `json:"partition_id"`
+	EventAgentUser  string            `json:"event_agent_user"`
+	FlowContext     map[string]string `json:"flow_context,omitempty"`
 }
 
 type personPage struct {
@@ -107,7 +112,8 @@ func (s *Search) PersonEvents(w http.ResponseWriter, r *http.Request) error {
 	out.ResultSet = make([]PersonRecord, len(evs))
 	for i, e := range evs {
 		out.ResultSet[i] = PersonRecord{EventIdentifier: e.ID, PersonID: e.PersonID, Occurred: e.Occurred.UnixMilli(),
-			EventType: e.Type, EventName: e.Name, ClientIP: e.ClientIP, UserAgent: e.UserAgent}
+			EventType: e.Type, EventName: e.Name, ClientIP: e.ClientIP, UserAgent: e.UserAgent,
+			PartitionID: e.Partition, EventAgentUser: e.AgentUser, FlowContext: e.Context}
 	}
 	out.Pagination.Offset, out.Pagination.PageSize, out.Pagination.TotalResults = offset, limit, total
 	httpx.NoStore(w)

@@ -67,19 +67,21 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64) er
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err, limit)
+		return JSONError(err, limit)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return jsonError(err, limit)
+			return JSONError(err, limit)
 		}
 		return Errorf(http.StatusBadRequest, "invalid_request", "The request body holds data after the JSON value.")
 	}
 	return nil
 }
 
-func jsonError(err error, limit int64) *Error {
+// JSONError describes a decoding error of a JSON body of at most limit bytes
+// as an invalid_request error safe to show (413 when the body is too large).
+func JSONError(err error, limit int64) *Error {
 	var (
 		mbe *http.MaxBytesError
 		se  *json.SyntaxError

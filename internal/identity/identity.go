@@ -28,6 +28,15 @@ const (
 	StatusInactive  = "INACTIVE"
 )
 
+// The built-in identity provider: latchkey's own username and password.
+// Its id is fixed so that imports and the identity-providers listing agree
+// on every instance.
+const (
+	PasswordIdPID   = "6f1c2a9e-3b7d-4e58-9a40-2d8c5b1e7f03"
+	PasswordIdPType = "USERNAME_AND_PASSWORD"
+	PasswordIdPName = "Username and password"
+)
+
 // Login throttling: an account or an address that failed this often within
 // the window is refused until the window ends (authelia's regulation, in a
 // store shared by every instance).

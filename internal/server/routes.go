@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/web"
 )
@@ -39,6 +40,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /oauth/api/v1/events", oauthAPI(s.search.OAuthEvents))
 	mux.Handle("GET /api/v1/events", oauthAPI(s.search.OAuthEvents)) // the path the spec's sample uses
 	mux.Handle("GET /api/events", httpx.Handle(httpx.EmptyStyle, s.search.PersonEvents))
+
+	// Person import (shared/spec/interface.md, "Import API").
+	mux.Handle("POST "+personimport.Path, httpx.Handle(httpx.EmptyStyle, s.imports.Import))
 
 	// Hosted pages.
 	mux.Handle("GET /login", page(s.pages.LoginPage))

@@ -18,7 +18,9 @@ import (
 	"github.com/latchkey/latchkey/internal/login"
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/scopes"
+	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 	"github.com/latchkey/latchkey/internal/webhook"
@@ -43,6 +45,7 @@ type Server struct {
 	pages    *login.Pages
 	scopes   *scopes.API
 	search   *events.Search
+	imports  *personimport.Handler
 }
 
 // Options changes what New builds; the zero value is production.
@@ -102,6 +105,16 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	s.scopes = &scopes.API{Store: st, Auth: s.clients, Events: rec, Issuer: cfg.Issuer}
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
 		Enabled: func() bool { return *cfg.Features.EventsAPIEnabled }}
+	totpSealer, err := seal.New(serverKey, "totp")
+	if err != nil {
+		return nil, err
+	}
+	s.imports = &personimport.Handler{
+		Service: &personimport.Service{Store: st, Events: rec, TOTP: totpSealer, PRF: cfg.Import.PBKDF2PRF,
+			Log: logger, Now: now},
+		Users: s.apiUsers, Enabled: func() bool { return *cfg.Import.Enabled },
+		Partitioning: cfg.Import.Partitioning, MaxPersons: cfg.Import.MaxPersons,
+	}
 	if err := s.seedClients(ctx); err != nil {
 		return nil, err
 	}

@@ -257,8 +257,8 @@ type Event struct {
 	PersonID      string
 	ClientIP      string
 	UserAgent     string
-	AgentUser     string // event_agent_user
-	Partition     string // persons partition of a person event
+	AgentUser     string            // event_agent_user
+	Partition     string            // persons partition of a person event
 	Context       map[string]string // flow context parameters; nil for none
 	Occurred      time.Time
 }

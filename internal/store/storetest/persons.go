@@ -16,9 +16,9 @@ func person(id, email string) store.Person {
 	return store.Person{ID: id, Email: email, PasswordHash: "$argon2id$x", FirstName: "Jane", LastName: "Doe",
 		Status: "ACTIVATED", Custom: map[string]string{"loyalty": "gold"}, CreatedAt: t0, UpdatedAt: t0,
 		Profile: store.PersonProfile{Gender: "F", DateOfBirth: "1990-02-28", Initials: "J.", DisplayName: "Jane D.",
-			Emails:    []store.ContactPoint{{Value: email, Primary: true, Verified: true}, {Value: "alt-" + email}},
-			Phones:    []store.ContactPoint{{Value: "+31612345678", Primary: true}},
-			Addresses: []store.PostalAddress{{HouseNumber: 12, HouseNumberAddition: "b", StreetName: "Main St", City: "Utrecht", PostalCode: "3511 AA", CountryCode: "NL", Attention: "Jane", Primary: true}},
+			Emails:          []store.ContactPoint{{Value: email, Primary: true, Verified: true}, {Value: "alt-" + email}},
+			Phones:          []store.ContactPoint{{Value: "+31612345678", Primary: true}},
+			Addresses:       []store.PostalAddress{{HouseNumber: 12, HouseNumberAddition: "b", StreetName: "Main St", City: "Utrecht", PostalCode: "3511 AA", CountryCode: "NL", Attention: "Jane", Primary: true}},
 			PreferredLocale: "nl-NL"},
 		TOTPSecret: []byte{1, 2, 3, 0, 255}}
 }
