@@ -28,6 +28,8 @@ const usage = `usage:
   latchkey migrate [--config FILE]          apply schema migrations and exit
   latchkey bench [--connections N] [--duration D] [--scenarios a,b] [--database DSN]
                                             load benchmark against the bare-HTTP ceiling
+  latchkey person show --email ADDRESS [--config FILE] [--partition P]
+                                            show a person (no credential material)
   latchkey version                          print the version
 `
 
@@ -44,6 +46,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		err = migrateCmd(ctx, args[1:], stdout)
+	case "person":
+		err = personCmd(ctx, args[1:], stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout)
 	case "bench-ceiling": // a child of bench
