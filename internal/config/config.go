@@ -49,6 +49,9 @@ type Config struct {
 	// PasswordAuthenticationLevel is the authentication level a password
 	// login reaches (scopes ask for levels; default 1).
 	PasswordAuthenticationLevel int `yaml:"password_authentication_level"`
+	// TOTPAuthenticationLevel is the level a password login followed by a
+	// TOTP code reaches (default: the password level + 1).
+	TOTPAuthenticationLevel int `yaml:"totp_authentication_level"`
 	// DeviceCodeLifetime is how long device and user codes live (default 10m).
 	DeviceCodeLifetime Duration      `yaml:"device_code_lifetime"`
 	Log                Log           `yaml:"log"`
@@ -281,6 +284,9 @@ func (c *Config) fillDefaults() {
 	if c.PasswordAuthenticationLevel == 0 {
 		c.PasswordAuthenticationLevel = 1
 	}
+	if c.TOTPAuthenticationLevel == 0 {
+		c.TOTPAuthenticationLevel = c.PasswordAuthenticationLevel + 1
+	}
 	if c.Features.EventsAPIEnabled == nil {
 		t := true
 		c.Features.EventsAPIEnabled = &t
@@ -428,6 +434,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Import.MaxPersons < 1 || c.Import.MaxPersons > 100000 {
 		return fmt.Errorf("import.max_persons: %d is not between 1 and 100000", c.Import.MaxPersons)
+	}
+	if c.TOTPAuthenticationLevel <= c.PasswordAuthenticationLevel || c.TOTPAuthenticationLevel > 100 {
+		return fmt.Errorf("totp_authentication_level: %d is not above password_authentication_level (%d) and at most 100",
+			c.TOTPAuthenticationLevel, c.PasswordAuthenticationLevel)
 	}
 	if c.Events.Retention < 0 {
 		return errors.New("events.retention: must not be negative")

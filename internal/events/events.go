@@ -30,9 +30,11 @@ const (
 	AuthnLoginRequired             = "AUTHN_REQUEST_LOGIN_REQUIRED"
 	AuthnConsentRequired           = "AUTHN_REQUEST_CONSENT_REQUIRED"
 	ConsentGiven                   = "CONSENT_GIVEN"
-	LoginSucceeded                 = "LOGIN_SUCCEEDED" // latchkey's own
-	LoginFailed                    = "LOGIN_FAILED"    // latchkey's own
-	LoginThrottled                 = "LOGIN_THROTTLED" // latchkey's own
+	LoginSucceeded                 = "LOGIN_SUCCEEDED"                        // latchkey's own
+	LoginFailed                    = "LOGIN_FAILED"                           // latchkey's own
+	TOTPSucceeded                  = "STEP_UP_TOTP_SUCCEEDED"                 // latchkey's own
+	TOTPFailed                     = "OTP_AUTH_NOT_AUTHENTICATED_INVALID_OTP" // also replays and throttled attempts
+	LoginThrottled                 = "LOGIN_THROTTLED"                        // latchkey's own
 
 	ClientCredentialsCheckFailed = "CLIENT_CREDENTIALS_CHECK_FAILED"
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/totp"
 )
 
 // Person statuses.
@@ -51,6 +54,8 @@ type Service struct {
 	Store  store.Store
 	Events *events.Recorder
 	Now    func() time.Time
+	// TOTP opens the sealed TOTP secrets of persons (step-up).
+	TOTP *seal.Sealer
 	// dummy is verified for unknown accounts so that they take as long as
 	// known ones (timing must not reveal which emails exist).
 	dummy string
@@ -119,6 +124,53 @@ func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw 
 	}
 	s.record(ctx, r, events.LoginSucceeded, p.ID)
 	return p, nil
+}
+
+// ErrBadTOTP is the answer to a wrong, reused or throttled TOTP code.
+var ErrBadTOTP = &httpx.Error{Status: http.StatusUnauthorized, Code: "invalid_otp",
+	Description: "The code is wrong or was already used. Enter the current code of your authenticator app."}
+
+// MaxTOTPFails is how many wrong codes a person may enter per ThrottleWindow.
+const MaxTOTPFails = 5
+
+// HasTOTP reports whether the person can step up with a TOTP code.
+func (s *Service) HasTOTP(p store.Person) bool { return s.TOTP != nil && p.TOTPSecret != nil }
+
+// CheckTOTP verifies a person's TOTP code (RFC 6238, one step of drift
+// either side). A code is accepted once: the step it matched is recorded for
+// every instance, so a replayed code fails. Wrong codes are throttled per person.
+func (s *Service) CheckTOTP(ctx context.Context, r *http.Request, p store.Person, code string) error {
+	if !s.HasTOTP(p) {
+		return ErrBadTOTP
+	}
+	now := s.Now()
+	failKey := "totp:fail:" + p.ID
+	n, err := s.Store.Count(ctx, failKey, ThrottleWindow, now)
+	if err != nil {
+		return err
+	}
+	secret, err := s.TOTP.Open(p.TOTPSecret, []byte(p.ID))
+	if err != nil {
+		return fmt.Errorf("totp secret of person %s: %w", p.ID, err)
+	}
+	counter, ok := totp.Verify(secret, strings.TrimSpace(code), now)
+	if ok && n < MaxTOTPFails {
+		// Single use of a step, as for client assertion ids: recorded
+		// until the code can no longer match.
+		err := s.Store.UseAssertionID(ctx, "totp:"+p.ID, strconv.FormatUint(counter, 10), now.Add(3*totp.Step), now)
+		if err == nil {
+			s.record(ctx, r, events.TOTPSucceeded, p.ID)
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	if _, err := s.Store.Hit(ctx, failKey, ThrottleWindow, now); err != nil {
+		return err
+	}
+	s.record(ctx, r, events.TOTPFailed, p.ID)
+	return ErrBadTOTP
 }
 
 func (s *Service) setPassword(ctx context.Context, id, pw string) error {

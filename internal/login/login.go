@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/httpx"
@@ -41,7 +42,11 @@ type Pages struct {
 
 	SessionLifetime time.Duration // default 12 h
 	PasswordLevel   int           // authentication level a password login reaches; default oauth.PasswordAuthLevel
+	TOTPLevel       int           // level a password login plus a TOTP code reaches; 0: no TOTP step-up
 }
+
+// PathTOTP is the TOTP step-up page.
+const PathTOTP = "/login/totp"
 
 const pageCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
 
@@ -293,6 +298,16 @@ func (p *Pages) levelNotMet(w http.ResponseWriter, r *http.Request, id string, a
 			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t["login.step_up"]})
 		return nil
 	}
+	if level <= p.TOTPLevel && sess.AuthLevel >= p.passwordLevel() {
+		person, err := p.Store.GetPerson(r.Context(), sess.PersonID)
+		if err != nil {
+			return err
+		}
+		if p.Identity.HasTOTP(person) {
+			http.Redirect(w, r, PathTOTP+"?request="+url.QueryEscape(id), http.StatusSeeOther)
+			return nil
+		}
+	}
 	if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
 		return err
 	}
@@ -305,6 +320,62 @@ func (p *Pages) levelNotMet(w http.ResponseWriter, r *http.Request, id string, a
 		RedirectURI: ar.RedirectURI, State: ar.State})
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
+}
+
+// TOTPPage is GET /login/totp?request=ID: the code form of the TOTP step-up.
+func (p *Pages) TOTPPage(w http.ResponseWriter, r *http.Request) error {
+	id := r.URL.Query().Get("request")
+	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
+	if err != nil {
+		return p.requestError(w, r, err)
+	}
+	if _, ok := p.Session(r); !ok {
+		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(id), http.StatusSeeOther)
+		return nil
+	}
+	t, lang := Messages(ar.Language)
+	p.render(w, http.StatusOK, "totp.html", &pageData{Lang: lang, T: t, Action: PathTOTP, Request: id,
+		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client)})
+	return nil
+}
+
+// TOTP is POST /login/totp: a right code raises the session to TOTPLevel
+// and the flow goes on; a wrong one shows the form again.
+func (p *Pages) TOTP(w http.ResponseWriter, r *http.Request) error {
+	f, err := p.posted(w, r)
+	if f == nil {
+		return err
+	}
+	sess, ok := p.Session(r)
+	if !ok {
+		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(f.id), http.StatusSeeOther)
+		return nil
+	}
+	person, err := p.Store.GetPerson(r.Context(), sess.PersonID)
+	if err != nil {
+		return err
+	}
+	if err := p.Identity.CheckTOTP(r.Context(), r, person, r.PostForm.Get("code")); err != nil {
+		var he *httpx.Error
+		if !errors.As(err, &he) {
+			return err
+		}
+		p.render(w, he.Status, "totp.html", &pageData{Lang: f.lang, T: f.t, Action: PathTOTP, Request: f.id,
+			CSRF: p.csrfToken(w, r, f.id), ClientName: displayName(f.client), Error: f.t["totp.wrong"]})
+		return nil
+	}
+	err = p.Store.UpdateSession(r.Context(), sess.Hash, func(s store.Session) (store.Session, error) {
+		s.AuthLevel = max(s.AuthLevel, p.TOTPLevel)
+		if !slices.Contains(s.AMR, "OTP") {
+			s.AMR = append(s.AMR, "OTP")
+		}
+		sess = s
+		return s, nil
+	})
+	if err != nil {
+		return err
+	}
+	return p.next(w, r, f.id, f.ar, f.client, sess)
 }
 
 func (p *Pages) passwordLevel() int {

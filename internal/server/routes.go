@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/login"
 	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/web"
@@ -47,6 +48,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// Hosted pages.
 	mux.Handle("GET /login", page(s.pages.LoginPage))
 	mux.Handle("POST /login", page(s.pages.Login))
+	mux.Handle("GET "+login.PathTOTP, page(s.pages.TOTPPage))
+	mux.Handle("POST "+login.PathTOTP, page(s.pages.TOTP))
 	mux.Handle("GET /consent", page(s.pages.ConsentPage))
 	mux.Handle("POST /consent", page(s.pages.Consent))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(web.Static())))

@@ -91,6 +91,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if s.identity, err = identity.New(st, rec, now); err != nil {
 		return nil, err
 	}
+	totpSealer, err := seal.New(serverKey, "totp")
+	if err != nil {
+		return nil, err
+	}
+	s.identity.TOTP = totpSealer
 	s.oauth = &oauth.Service{
 		Store: st, Hasher: h, Clients: s.clients, Passwords: s.identity, Events: rec,
 		Issuer: cfg.Issuer, Now: now, Log: logger, DeviceCodeLifetime: time.Duration(cfg.DeviceCodeLifetime),
@@ -98,17 +103,13 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,
 		Secure: strings.HasPrefix(cfg.Issuer, "https://"), Now: now, Log: logger,
-		PasswordLevel: cfg.PasswordAuthenticationLevel,
+		PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel,
 	}
 	s.oauth.Pages = s.pages
 	s.oauth.Details = s.introspectionDetails()
 	s.scopes = &scopes.API{Store: st, Auth: s.clients, Events: rec, Issuer: cfg.Issuer}
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
 		Enabled: func() bool { return *cfg.Features.EventsAPIEnabled }}
-	totpSealer, err := seal.New(serverKey, "totp")
-	if err != nil {
-		return nil, err
-	}
 	s.imports = &personimport.Handler{
 		Service: &personimport.Service{Store: st, Events: rec, TOTP: totpSealer, PRF: cfg.Import.PBKDF2PRF,
 			Log: logger, Now: now},
