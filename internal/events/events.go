@@ -88,7 +88,7 @@ type OAuth struct {
 // RecordOAuth appends one OAuth event through st, which may be a
 // transaction: the event then commits with the action it records. The
 // request supplies client_ip and user_agent; r may be nil.
-func (rec *Recorder) RecordOAuth(ctx context.Context, st store.Events, r *http.Request, e OAuth) error {
+func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, r *http.Request, e OAuth) error {
 	ev := store.Event{
 		ID:            rec.NewID(),
 		Kind:          store.EventOAuth,

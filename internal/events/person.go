@@ -28,7 +28,7 @@ type Person struct {
 }
 
 // RecordPerson appends a person event through st (possibly a transaction).
-func (rec *Recorder) RecordPerson(ctx context.Context, st store.Events, r *http.Request, e Person) error {
+func (rec *Recorder) RecordPerson(ctx context.Context, st Appender, r *http.Request, e Person) error {
 	name := personNames[e.Type]
 	if name == "" {
 		name = e.Type

@@ -54,6 +54,8 @@ type Service struct {
 	Store  store.Store
 	Events *events.Recorder
 	Now    func() time.Time
+	// EventLog takes the login events (a GroupCommit); nil: Store.
+	EventLog events.Appender
 	// TOTP opens the sealed TOTP secrets of persons (step-up).
 	TOTP *seal.Sealer
 	// dummy is verified for unknown accounts so that they take as long as
@@ -185,7 +187,11 @@ func (s *Service) setPassword(ctx context.Context, id, pw string) error {
 }
 
 func (s *Service) record(ctx context.Context, r *http.Request, typ, personID string) {
-	_ = s.Events.RecordOAuth(ctx, s.Store, r, events.OAuth{Type: typ, UserID: personID})
+	var log events.Appender = s.Store
+	if s.EventLog != nil {
+		log = s.EventLog
+	}
+	_ = s.Events.RecordOAuth(ctx, log, r, events.OAuth{Type: typ, UserID: personID})
 }
 
 // SeedPersons creates the config's persons, or updates name and password of

@@ -70,7 +70,7 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if n >= l.max {
-			_ = p.OAuth.Events.RecordOAuth(ctx, p.Store, r, events.OAuth{Type: oauth.EventDeviceUserCodeThrottle})
+			_ = p.OAuth.Events.RecordOAuth(ctx, p.OAuth.EventSink(), r, events.OAuth{Type: oauth.EventDeviceUserCodeThrottle})
 			p.render(w, http.StatusTooManyRequests, "device_code.html", &pageData{Lang: lang, T: t,
 				Action: oauth.PathDeviceVerification, CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: t["device.throttled"]})
 			return nil
@@ -85,7 +85,7 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		_ = p.OAuth.Events.RecordOAuth(ctx, p.Store, r, events.OAuth{Type: oauth.EventDeviceUserCodeWrong})
+		_ = p.OAuth.Events.RecordOAuth(ctx, p.OAuth.EventSink(), r, events.OAuth{Type: oauth.EventDeviceUserCodeWrong})
 		p.render(w, http.StatusBadRequest, "device_status.html", &pageData{Lang: lang, T: t, Status: "invalid"})
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeExpired):

@@ -125,18 +125,18 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if form["client_id"] == "" && r.Header.Get("Authorization") == "" {
-		s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceRequestInvalid})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceRequestInvalid})
 		return badRequest(ErrInvalidRequest, "The client_id parameter is required.")
 	}
 	// Public clients send only client_id; confidential clients authenticate
 	// (RFC 8628 section 3.1, RFC 6749 section 3.2.1).
 	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathDevice)
 	if err != nil {
-		s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: truncateID(form["client_id"])})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: truncateID(form["client_id"])})
 		return clientError(err)
 	}
 	if !allowsGrant(client, config.GrantDeviceCode) {
-		s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
 		return badRequest(ErrUnauthorizedClient, "The client may not use the device flow.")
 	}
 	requested, desc := ParseScope(form["scope"])
@@ -145,7 +145,7 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		scopes, desc = AllowedScopes(client, requested)
 	}
 	if desc != "" {
-		s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
 		return badRequest(ErrInvalidScope, desc)
 	}
 	if len(form["idp"]) > maxParamLen {
@@ -230,7 +230,7 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 	case err != nil:
 		var he *httpx.Error
 		if errors.As(err, &he) && he.Code == errExpiredToken {
-			s.record(ctx, s.Store, r, events.OAuth{Type: EventDeviceExpired, ClientID: client.ID, AppName: client.Name})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceExpired, ClientID: client.ID, AppName: client.Name})
 		}
 		return nil, err
 	case outcome == pollPending:
@@ -313,7 +313,7 @@ func (s *Service) DecideDevice(ctx context.Context, r *http.Request, userCode st
 	case approve:
 		typ = EventDeviceGrantCreated
 	}
-	s.record(ctx, s.Store, r, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: subject})
+	s.record(ctx, s.EventSink(), r, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: subject})
 	return nil
 }
 

@@ -80,7 +80,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 	ctx := r.Context()
 	now := s.Now()
 	fail := func(reason string) (any, error) {
-		s.record(ctx, s.Store, r, events.OAuth{Type: reason, ClientID: caller.ID, AppName: caller.Name})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: reason, ClientID: caller.ID, AppName: caller.Name})
 		return inactive, nil
 	}
 	kind := token.AccessToken
@@ -114,7 +114,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 	if !g.RevokedAt.IsZero() {
 		return fail(EventIntrospectionFailed)
 	}
-	client, err := s.Store.GetClient(ctx, t.ClientID)
+	client, err := s.client(ctx, t.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
 		return fail(EventIntrospectionFailed) // the client was removed: its tokens die with it
 	}
@@ -168,7 +168,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 	} else {
 		out["user_details"] = map[string]any{}
 	}
-	s.record(ctx, s.Store, r, events.OAuth{Type: EventIntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
+	s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventIntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
 		UserID: t.Subject, TransactionID: g.ID})
 	return out, nil
 }
@@ -200,11 +200,11 @@ func (s *Service) userDetails(r *http.Request, g store.Grant, data grantData, re
 			ContextCustomParams: nonNil(data.HookParams)}, &answer)
 		switch {
 		case err != nil && h.FailClosed:
-			s.record(ctx, s.Store, r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 			return nil, err
 		case err != nil:
 			s.Log.WarnContext(ctx, "user details hook failed; answering the stored details", "err", err)
-			s.record(ctx, s.Store, r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 		default:
 			for k, v := range answer.Claims {
 				if !webhook.Protected(k) {

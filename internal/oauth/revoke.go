@@ -58,7 +58,7 @@ func (s *Service) RevokeToken(r *http.Request, client store.Client, value, hint 
 		}
 		if t.ClientID != client.ID {
 			// RFC 7009 section 2.1: a client may revoke only tokens issued to it.
-			s.record(ctx, s.Store, r, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
 			return badRequest(ErrUnauthorizedClient, "The token was not issued to this client.")
 		}
 		now := s.Now().UTC()
@@ -77,6 +77,6 @@ func (s *Service) RevokeToken(r *http.Request, client store.Client, value, hint 
 				UserID: t.Subject, TransactionID: t.GrantID})
 		})
 	}
-	s.record(ctx, s.Store, r, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
+	s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
 	return nil
 }

@@ -42,9 +42,15 @@ type Service struct {
 	Pages     Pages           // the hosted pages: sessions, consent, error page
 	Details   Details         // introspection members and web hooks
 	Events    *events.Recorder
-	Issuer    string
-	Now       func() time.Time
-	Log       *slog.Logger
+	// ClientCache serves client reads of the hot paths (introspection);
+	// nil: Store.
+	ClientCache clientauth.ClientSource
+	// EventLog takes the events recorded outside a transaction (a
+	// GroupCommit shares commits between concurrent requests); nil: Store.
+	EventLog events.Appender
+	Issuer   string
+	Now      func() time.Time
+	Log      *slog.Logger
 
 	CodeLifetime        time.Duration // default 60 s
 	DeviceCodeLifetime  time.Duration // default 10 min
@@ -285,9 +291,26 @@ func writeToken(w http.ResponseWriter, resp *TokenResponse) error {
 	return err
 }
 
+// client reads a client through the cache when there is one.
+func (s *Service) client(ctx context.Context, id string) (store.Client, error) {
+	if s.ClientCache != nil {
+		return s.ClientCache.GetClient(ctx, id)
+	}
+	return s.Store.GetClient(ctx, id)
+}
+
+// EventSink is where events recorded outside a transaction go: the group
+// commit when there is one, else the store.
+func (s *Service) EventSink() events.Appender {
+	if s.EventLog != nil {
+		return s.EventLog
+	}
+	return s.Store
+}
+
 // record appends an OAuth event; a failure to record is logged, and for
 // events that must be durable the caller records inside its transaction.
-func (s *Service) record(ctx context.Context, st store.Events, r *http.Request, e events.OAuth) {
+func (s *Service) record(ctx context.Context, st events.Appender, r *http.Request, e events.OAuth) {
 	if err := s.Events.RecordOAuth(ctx, st, r, e); err != nil && ctx.Err() == nil {
 		s.Log.ErrorContext(ctx, "record event", "type", e.Type, "err", err)
 	}

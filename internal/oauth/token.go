@@ -87,7 +87,7 @@ func (s *Service) clientCredentials(r *http.Request, client store.Client, form m
 			return resp, err
 		}
 	}
-	s.record(ctx, s.Store, r, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name})
+	s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name})
 	return nil, badRequest(ErrInvalidScope, desc)
 }
 
@@ -129,11 +129,11 @@ func (s *Service) exchangeCode(r *http.Request, client store.Client, form map[st
 				return nil, rerr
 			}
 		}
-		s.record(ctx, s.Store, r, events.OAuth{Type: events.TokenRequestCodeReplayDetected, ClientID: client.ID,
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRequestCodeReplayDetected, ClientID: client.ID,
 			AppName: client.Name, TransactionID: replay.grantID})
 		return nil, badRequest(ErrInvalidGrant, "The authorization code was already used.")
 	case errors.As(err, &ref):
-		s.record(ctx, s.Store, r, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name, UserID: subject})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name, UserID: subject})
 		return nil, ref.err
 	case err != nil:
 		return nil, err
@@ -312,11 +312,11 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 		if rerr := s.Store.RevokeGrant(ctx, reused.GrantID, now); rerr != nil && !errors.Is(rerr, store.ErrNotFound) {
 			return nil, rerr
 		}
-		s.record(ctx, s.Store, r, events.OAuth{Type: events.TokenRequestRefreshReuse, ClientID: client.ID,
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRequestRefreshReuse, ClientID: client.ID,
 			AppName: client.Name, UserID: reused.Subject, TransactionID: reused.GrantID})
 		return nil, badRequest(ErrInvalidGrant, "The refresh token was already used.")
 	case errors.As(err, &ref):
-		s.record(ctx, s.Store, r, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name})
 		return nil, ref.err
 	case err != nil:
 		return nil, err
@@ -346,7 +346,7 @@ func (s *Service) passwordGrant(r *http.Request, client store.Client, form map[s
 	if err != nil {
 		var he *httpx.Error
 		if errors.As(err, &he) {
-			s.record(ctx, s.Store, r, events.OAuth{Type: events.TokenRequestPasswordInvalid, ClientID: client.ID, AppName: client.Name})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRequestPasswordInvalid, ClientID: client.ID, AppName: client.Name})
 			return nil, badRequest(ErrInvalidGrant, "The username or password is wrong.")
 		}
 		return nil, err

@@ -48,6 +48,10 @@ type Server struct {
 	imports  *personimport.Handler
 }
 
+// clientCacheTTL bounds how long an instance uses a client it read: clients
+// change only when an instance starts with a new config file.
+const clientCacheTTL = 5 * time.Second
+
 // Options changes what New builds; the zero value is production.
 type Options struct {
 	Now  func() time.Time // the clock; time.Now when nil
@@ -81,8 +85,10 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	rec := events.NewRecorder()
 	rec.Now = now
 	rec.Proxies = events.ParseProxies(cfg.Events.TrustedProxies)
+	eventLog := &events.GroupCommit{Store: st}
+	clients := &clientauth.CachedClients{Source: st, TTL: clientCacheTTL, Now: now}
 	s.clients = &clientauth.Authenticator{
-		Clients: st, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now,
+		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now,
 		HTTPClient: &http.Client{Timeout: 5 * time.Second},
 	}
 	if s.apiUsers, err = apiUsers(cfg.APIUsers); err != nil {
@@ -96,9 +102,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return nil, err
 	}
 	s.identity.TOTP = totpSealer
+	s.identity.EventLog = eventLog
 	s.oauth = &oauth.Service{
 		Store: st, Hasher: h, Clients: s.clients, Passwords: s.identity, Events: rec,
 		Issuer: cfg.Issuer, Now: now, Log: logger, DeviceCodeLifetime: time.Duration(cfg.DeviceCodeLifetime),
+		EventLog: eventLog, ClientCache: clients,
 	}
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,
