@@ -490,6 +490,7 @@ func BenchmarkIntrospection(b *testing.B) {
 	tok := post(b, s, "/oauth/token", url.Values{"grant_type": {"client_credentials"}}, "other", "other-secret-other-secret").json["access_token"].(string)
 	body := url.Values{"token": {tok}}.Encode()
 	client := s.Client()
+	b.SetParallelism(16) // 32 concurrent clients on 2 cores, as latchkey bench runs
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

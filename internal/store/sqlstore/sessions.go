@@ -166,21 +166,35 @@ const eventBatch = 500
 
 // AppendEvents appends events, many rows per statement.
 func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
+	const cols = `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
+			person_id, client_ip, user_agent, agent_user, partition_id, context, occurred) VALUES `
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	args := func(e store.Event) []any {
+		return []any{e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
+			e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context), e.Occurred.UnixMilli()}
+	}
+	if db.d.InProcess && (db.inTx || len(es) == 1) {
+		// One prepared statement, run per row: no SQL text to parse.
+		for _, e := range es {
+			if _, err := db.exec(ctx, cols+row, args(e)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for len(es) > 0 {
 		n := min(len(es), eventBatch)
 		var b strings.Builder
-		b.WriteString(`INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
-			person_id, client_ip, user_agent, agent_user, partition_id, context, occurred) VALUES `)
-		args := make([]any, 0, n*16)
+		b.WriteString(cols)
+		all := make([]any, 0, n*16)
 		for i, e := range es[:n] {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
-				e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context), e.Occurred.UnixMilli())
+			b.WriteString(row)
+			all = append(all, args(e)...)
 		}
-		if _, err := db.exec(ctx, b.String(), args...); err != nil {
+		if _, err := db.exec(ctx, b.String(), all...); err != nil {
 			return err
 		}
 		es = es[n:]

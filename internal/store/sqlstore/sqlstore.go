@@ -26,6 +26,9 @@ type Dialect struct {
 	Name string // "sqlite" | "postgres"
 	// Numbered placeholders ($1, $2, ...) instead of "?".
 	NumberedPlaceholders bool
+	// InProcess: statements cost no round trip (SQLite), so a prepared
+	// one-row statement run n times beats parsing one n-row statement.
+	InProcess bool
 	// Translate maps a driver error to store.ErrConflict/ErrNotFound, or returns it unchanged.
 	Translate func(error) error
 	// Migrations in version order.
