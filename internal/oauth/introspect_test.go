@@ -510,3 +510,30 @@ func BenchmarkIntrospection(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkClientCredentials issues access tokens to 32 concurrent clients
+// (a grant, a token and an event written per request).
+func BenchmarkClientCredentials(b *testing.B) {
+	s := servertest.Start(b, introspectConfig(), servertest.Options{})
+	body := url.Values{"grant_type": {"client_credentials"}}.Encode()
+	client := s.Client()
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", s.URL+"/oauth/token", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth("other", "other-secret-other-secret")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
+}

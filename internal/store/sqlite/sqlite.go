@@ -82,7 +82,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 
-	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, Translate: translate, Migrations: ms}
+	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, GroupCommit: true, Translate: translate, Migrations: ms}
 	s := &Store{sqlstore.New(d, write, read)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()

@@ -29,6 +29,11 @@ type Dialect struct {
 	// InProcess: statements cost no round trip (SQLite), so a prepared
 	// one-row statement run n times beats parsing one n-row statement.
 	InProcess bool
+	// GroupCommit runs the transactions of concurrent callers one after the
+	// other inside one database transaction, each in its own savepoint, and
+	// commits them together (SQLite: one writer, and a commit costs more than
+	// the statements of a typical transaction). See txbatch.go.
+	GroupCommit bool
 	// Translate maps a driver error to store.ErrConflict/ErrNotFound, or returns it unchanged.
 	Translate func(error) error
 	// Migrations in version order.
@@ -75,6 +80,7 @@ type shared struct {
 	// SQLite's only writer connection and preparing on the pool would wait
 	// for itself.
 	pending sync.Map
+	batch   txBatch
 }
 
 // maxStmts bounds the statement caches; queries with many parameters (batch
@@ -119,6 +125,9 @@ func (db *DB) Close() error {
 func (db *DB) Tx(ctx context.Context, fn func(store.Store) error) (err error) {
 	if db.inTx {
 		return fn(db)
+	}
+	if db.d.GroupCommit {
+		return db.shared.batch.run(ctx, db, fn)
 	}
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
 	if err != nil {

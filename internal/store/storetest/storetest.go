@@ -63,6 +63,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"UpsertClientRace", testUpsertClientRace},
 		{"CreatePersonRace", testCreatePersonRace},
 		{"LinkIdentityRace", testLinkIdentityRace},
+		{"TxIsolationRace", testTxIsolationRace},
 		{"CreateScopeRace", testCreateScopeRace},
 		{"DeviceCodeRace", testDeviceCodeRace},
 	} {

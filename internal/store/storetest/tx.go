@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -104,5 +106,47 @@ func testSavepoint(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetGrant(ctx(), "g1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("grant of the rolled-back savepoint exists: %v", err)
+	}
+}
+
+// testTxIsolationRace: concurrent transactions that fail, panic or succeed
+// keep exactly their own outcome (SQLite's group commit runs them in one
+// database transaction, each in a savepoint).
+func testTxIsolationRace(t *testing.T, s store.Store) {
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil && i%10 != 0 {
+					t.Errorf("transaction %d: unexpected panic %v", i, p)
+				}
+			}()
+			boom := errors.New("boom")
+			err := s.Tx(ctx(), func(tx store.Store) error {
+				if err := tx.UpsertClient(ctx(), store.Client{ID: fmt.Sprintf("c%02d", i), TokenEndpointAuthMethod: "none"}); err != nil {
+					return err
+				}
+				switch {
+				case i%10 == 0:
+					panic("boom")
+				case i%2 == 1:
+					return boom
+				}
+				return nil
+			})
+			if want := map[bool]error{true: boom, false: nil}[i%2 == 1]; !errors.Is(err, want) && !(err == nil && want == nil) {
+				t.Errorf("transaction %d: %v, want %v", i, err, want)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		_, err := s.GetClient(ctx(), fmt.Sprintf("c%02d", i))
+		if exists, want := err == nil, i%2 == 0 && i%10 != 0; exists != want {
+			t.Errorf("client of transaction %d exists = %v, want %v", i, exists, want)
+		}
 	}
 }

@@ -1,0 +1,146 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// maxBatch bounds how many callers' transactions share one commit, so a
+// caller never waits behind an unbounded queue.
+const maxBatch = 64
+
+// txBatch is the group commit of Dialect.GroupCommit. Callers queue their
+// transaction functions; one goroutine at a time begins a database
+// transaction, runs each function in its own savepoint (an error or a panic
+// rolls back that function's writes only), commits once, and then answers
+// every caller. Each caller still returns only after the commit that holds
+// its writes, and sees exactly the outcome a transaction of its own would
+// have had: its writes are all committed, or none are.
+type txBatch struct {
+	mu      sync.Mutex
+	queue   []*txJob
+	running bool
+}
+
+type txJob struct {
+	ctx   context.Context
+	fn    func(store.Store) error
+	err   error
+	panic any
+	done  chan struct{}
+}
+
+func (b *txBatch) run(ctx context.Context, db *DB, fn func(store.Store) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j := &txJob{ctx: ctx, fn: fn, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, j)
+	if !b.running {
+		b.running = true
+		go b.loop(db)
+	}
+	b.mu.Unlock()
+	<-j.done // not ctx.Done(): the caller must learn whether its writes committed
+	if j.panic != nil {
+		panic(j.panic)
+	}
+	return j.err
+}
+
+// loop commits batches until the queue is empty, then ends.
+func (b *txBatch) loop(db *DB) {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxBatch)
+		jobs := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		if n == 0 {
+			b.queue = nil
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		db.commitBatch(jobs)
+		for _, j := range jobs {
+			close(j.done)
+		}
+	}
+}
+
+// commitBatch runs jobs in one transaction and sets each job's outcome.
+func (db *DB) commitBatch(jobs []*txJob) {
+	ctx := context.Background()
+	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
+	if err != nil {
+		for _, j := range jobs {
+			j.err = db.d.Translate(err)
+		}
+		return
+	}
+	child := &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int)}
+	ok := false
+	for i, j := range jobs {
+		if j.err = j.ctx.Err(); j.err != nil {
+			continue
+		}
+		if err := child.runJob(j, "lk_job"+strconv.Itoa(i)); err != nil {
+			// The savepoint could not be set or undone: the transaction
+			// is in an unknown state, so no job of it may commit.
+			_ = tx.Rollback()
+			for _, k := range jobs {
+				if k.err == nil && k.panic == nil {
+					k.err = err
+				}
+			}
+			db.preparePending(ctx)
+			return
+		}
+		ok = ok || (j.err == nil && j.panic == nil)
+	}
+	if !ok {
+		_ = tx.Rollback()
+	} else if err := db.d.Translate(tx.Commit()); err != nil {
+		for _, j := range jobs {
+			if j.err == nil && j.panic == nil {
+				j.err = err
+			}
+		}
+	}
+	db.preparePending(ctx)
+}
+
+// runJob runs one job in a savepoint. Its own failure (error or panic) is
+// recorded in j; the returned error is a failure of the savepoint itself.
+func (db *DB) runJob(j *txJob, name string) (spErr error) {
+	if _, err := db.tx.ExecContext(j.ctx, "SAVEPOINT "+name); err != nil {
+		j.err = db.d.Translate(err)
+		return nil // nothing of j was written; the others go on
+	}
+	undo := func() error {
+		if _, err := db.tx.ExecContext(context.Background(), "ROLLBACK TO SAVEPOINT "+name); err != nil {
+			return errors.Join(errors.New("sqlstore: cannot undo a failed transaction of the batch"), err)
+		}
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			j.panic = p
+			spErr = undo()
+		}
+	}()
+	if j.err = j.fn(db); j.err != nil {
+		return undo()
+	}
+	if _, err := db.tx.ExecContext(context.Background(), "RELEASE SAVEPOINT "+name); err != nil {
+		j.err = db.d.Translate(err)
+		return undo()
+	}
+	return nil
+}
