@@ -84,9 +84,12 @@ func Handle(style Style, fn HandlerFunc) http.Handler {
 		if err == nil {
 			return
 		}
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-			// The client went away: nothing to answer, nothing wrong with the server.
-			slog.DebugContext(r.Context(), "request canceled by the client", "request_id", RequestID(r.Context()), "route", r.Pattern)
+		if errors.Is(r.Context().Err(), context.Canceled) {
+			// The client went away: nothing to answer, and what failed failed
+			// because of it (drivers say context canceled, or bad connection
+			// when they dropped the connection of the canceled query).
+			slog.DebugContext(r.Context(), "request canceled by the client", "request_id", RequestID(r.Context()),
+				"route", r.Pattern, "err", err)
 			return
 		}
 		var he *Error
