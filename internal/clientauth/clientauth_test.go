@@ -60,7 +60,7 @@ type keys struct {
 	rsa, ec, other *jose.JSONWebKey
 }
 
-func newKeys(t *testing.T) keys {
+func newKeys(t testing.TB) keys {
 	t.Helper()
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -90,7 +90,7 @@ func publicSet(ks ...*jose.JSONWebKey) []byte {
 	return b
 }
 
-func setup(t *testing.T) (*Authenticator, keys, *httptest.Server) {
+func setup(t testing.TB) (*Authenticator, keys, *httptest.Server) {
 	t.Helper()
 	h, _ := token.NewHasher(bytes.Repeat([]byte{7}, 32))
 	k := newKeys(t)
@@ -117,7 +117,7 @@ func setup(t *testing.T) (*Authenticator, keys, *httptest.Server) {
 	return a, k, jwksSrv
 }
 
-func sign(t *testing.T, k *jose.JSONWebKey, alg jose.SignatureAlgorithm, c jwt.Claims, kid bool) string {
+func sign(t testing.TB, k *jose.JSONWebKey, alg jose.SignatureAlgorithm, c jwt.Claims, kid bool) string {
 	t.Helper()
 	opts := (&jose.SignerOptions{}).WithType("JWT")
 	if kid {
