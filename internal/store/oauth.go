@@ -318,6 +318,18 @@ type Scopes interface {
 	DeleteScope(ctx context.Context, id string) error
 }
 
+// ConfigUnits stores the identity-management configuration: one JSON
+// document per unit (features, attributes, ...), the same for every instance.
+type ConfigUnits interface {
+	// GetConfigUnits returns every unit's body ("" for a unit never set).
+	GetConfigUnits(ctx context.Context) (map[string]string, error)
+	// UpdateConfigUnits locks the named units, hands their bodies to fn and
+	// writes the bodies fn returns (units fn leaves out are unchanged), in
+	// one transaction: concurrent updates of a unit never lose each other's
+	// writes. An unknown unit is ErrNotFound; fn's error writes nothing.
+	UpdateConfigUnits(ctx context.Context, names []string, fn func(map[string]string) (map[string]string, error)) error
+}
+
 // Device code statuses.
 const (
 	DevicePending  = "pending"

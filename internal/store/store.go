@@ -77,6 +77,7 @@ type Store interface {
 	Events
 	Scopes
 	DeviceCodes
+	ConfigUnits
 
 	// Tx runs fn inside one transaction: fn's Store sees and writes only
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.

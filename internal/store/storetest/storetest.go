@@ -40,6 +40,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"DeleteExpired", testDeleteExpired},
 		{"Scopes", testScopes},
 		{"DeviceCodes", testDeviceCodes},
+		{"ConfigUnits", testConfigUnits},
 		{"TxCommit", testTxCommit},
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
@@ -56,6 +57,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		run  func(*testing.T, store.Store)
 	}{
 		{"AssertionIDRace", testAssertionIDRace},
+		{"ConfigUnitRace", testConfigUnitRace},
 		{"AuthCodeRace", testAuthCodeRace},
 		{"RefreshTokenRace", testRefreshRace},
 		{"UsageLimitRace", testUsageLimitRace},
