@@ -80,11 +80,15 @@ type Events struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
-// Features are switches the operator sets in the file (the identity-management
-// configuration API will own them once it exists).
+// Features are switches of the identity-management configuration (its
+// features unit). A switch set here is written into the stored
+// configuration at every start, so the file can always turn an API back
+// on; a switch left out keeps what the configuration API stored (default on).
 type Features struct {
-	// EventsAPIEnabled turns the person events API on (default true).
+	// EventsAPIEnabled turns the person events API on or off.
 	EventsAPIEnabled *bool `yaml:"events_api_enabled"`
+	// ConfigurationAPIEnabled turns the configuration API on or off.
+	ConfigurationAPIEnabled *bool `yaml:"configuration_api_enabled"`
 }
 
 // Import configures the person import API (POST /api/import/persons).
@@ -286,10 +290,6 @@ func (c *Config) fillDefaults() {
 	}
 	if c.TOTPAuthenticationLevel == 0 {
 		c.TOTPAuthenticationLevel = c.PasswordAuthenticationLevel + 1
-	}
-	if c.Features.EventsAPIEnabled == nil {
-		t := true
-		c.Features.EventsAPIEnabled = &t
 	}
 	if c.DeviceCodeLifetime == 0 {
 		c.DeviceCodeLifetime = Duration(10 * time.Minute)

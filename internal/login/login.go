@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -36,9 +37,12 @@ type Pages struct {
 	Store     store.Store
 	Hasher    *token.Hasher
 	Templates *web.Templates
-	Secure    bool // Secure cookies (the issuer is https)
-	Now       func() time.Time
-	Log       *slog.Logger
+	// CustomMessages returns the configured texts of a language (the
+	// configuration API's custom_messages), which override the built-in ones.
+	CustomMessages func(lang string) map[string]string
+	Secure         bool // Secure cookies (the issuer is https)
+	Now            func() time.Time
+	Log            *slog.Logger
 
 	SessionLifetime time.Duration // default 12 h
 	PasswordLevel   int           // authentication level a password login reaches; default oauth.PasswordAuthLevel
@@ -130,6 +134,13 @@ func (p *Pages) render(w http.ResponseWriter, status int, page string, d *pageDa
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
+	if p.CustomMessages != nil && d.T != nil {
+		if over := p.CustomMessages(d.Lang); len(over) > 0 {
+			t := maps.Clone(d.T)
+			maps.Copy(t, over)
+			d.T = t
+		}
+	}
 	if err := p.Templates.Render(w, page, d); err != nil {
 		p.Log.Error("render page", "page", page, "err", err)
 	}

@@ -45,6 +45,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// Person import (shared/spec/interface.md, "Import API").
 	mux.Handle("POST "+personimport.Path, httpx.Handle(httpx.EmptyStyle, s.imports.Import))
 
+	// Identity-management configuration (shared/spec/interface.md, "Configuration API").
+	for _, rt := range s.config.Routes() {
+		mux.Handle(rt.Pattern, httpx.Handle(httpx.APIStyle, rt.Handler))
+	}
+
 	// Hosted pages.
 	mux.Handle("GET /login", page(s.pages.LoginPage))
 	mux.Handle("POST /login", page(s.pages.Login))

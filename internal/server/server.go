@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
@@ -46,6 +47,7 @@ type Server struct {
 	scopes   *scopes.API
 	search   *events.Search
 	imports  *personimport.Handler
+	config   *cimconfig.Handler
 }
 
 // clientCacheTTL bounds how long an instance uses a client it read: clients
@@ -116,11 +118,27 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	s.oauth.Pages = s.pages
 	s.oauth.Details = s.introspectionDetails()
 	s.scopes = &scopes.API{Store: st, Auth: s.clients, Events: rec, Issuer: cfg.Issuer}
+	keySealer, err := seal.New(serverKey, "key-pairs")
+	if err != nil {
+		return nil, err
+	}
+	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Sink: eventLog, Now: now}
+	if err := applyFeatures(ctx, cim, cfg.Features); err != nil {
+		return nil, err
+	}
+	s.config = &cimconfig.Handler{Service: cim, Users: s.apiUsers, Reload: func() error {
+		cim.Forget()
+		return templates.Reload()
+	}}
+	s.pages.CustomMessages = cim.Messages
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
-		Enabled: func() bool { return *cfg.Features.EventsAPIEnabled }}
+		Enabled: func() bool {
+			snap, err := cim.Snapshot(context.Background())
+			return err != nil || snap.EventsAPIEnabled() // a store error surfaces in the search itself
+		}}
 	s.imports = &personimport.Handler{
 		Service: &personimport.Service{Store: st, Events: rec, TOTP: totpSealer, PRF: cfg.Import.PBKDF2PRF,
-			Log: logger, Now: now},
+			IdPs: cim.IdPs, Log: logger, Now: now},
 		Users: s.apiUsers, Enabled: func() bool { return *cfg.Import.Enabled },
 		Partitioning: cfg.Import.Partitioning, MaxPersons: cfg.Import.MaxPersons,
 	}
@@ -136,6 +154,26 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		httpx.SecurityHeaders(strings.HasPrefix(cfg.Issuer, "https://"))(
 			httpx.Observe(logger, s.metrics.observe)(mux)))
 	return s, nil
+}
+
+// applyFeatures writes the feature switches the operator file sets into
+// the stored configuration, so that the file can turn an API back on.
+func applyFeatures(ctx context.Context, cim *cimconfig.Service, f config.Features) error {
+	if f.EventsAPIEnabled == nil && f.ConfigurationAPIEnabled == nil {
+		return nil
+	}
+	return cim.Update(ctx, []string{cimconfig.UnitFeatures}, func(snap *cimconfig.Snapshot) error {
+		if snap.Features == nil {
+			snap.Features = &cimconfig.Features{}
+		}
+		if f.EventsAPIEnabled != nil {
+			snap.Features.EventsAPIEnabled = f.EventsAPIEnabled
+		}
+		if f.ConfigurationAPIEnabled != nil {
+			snap.Features.ConfigurationAPIEnabled = f.ConfigurationAPIEnabled
+		}
+		return nil
+	})
 }
 
 // Handler is the whole HTTP interface.
