@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/pwpolicy"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -119,7 +120,9 @@ type Service struct {
 	Keys   *seal.Sealer // private keys of key pairs
 	Events *events.Recorder
 	Sink   events.Appender // where events go outside a transaction
-	Now    func() time.Time
+	// Breached answers the password policy's breached_password_blocked (nil: not checked).
+	Breached *pwpolicy.RangeChecker
+	Now      func() time.Time
 
 	mu      sync.Mutex
 	cached  *Snapshot

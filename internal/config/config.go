@@ -53,16 +53,17 @@ type Config struct {
 	// TOTP code reaches (default: the password level + 1).
 	TOTPAuthenticationLevel int `yaml:"totp_authentication_level"`
 	// DeviceCodeLifetime is how long device and user codes live (default 10m).
-	DeviceCodeLifetime Duration      `yaml:"device_code_lifetime"`
-	Log                Log           `yaml:"log"`
-	Introspection      Introspection `yaml:"introspection"`
-	Features           Features      `yaml:"features"`
-	Events             Events        `yaml:"events"`
-	Webhooks           Webhooks      `yaml:"webhooks"`
-	Import             Import        `yaml:"import"`
-	Clients            []Client      `yaml:"clients"`
-	APIUsers           []APIUser     `yaml:"api_users"`
-	Persons            []Person      `yaml:"persons"`
+	DeviceCodeLifetime Duration          `yaml:"device_code_lifetime"`
+	Log                Log               `yaml:"log"`
+	Introspection      Introspection     `yaml:"introspection"`
+	Features           Features          `yaml:"features"`
+	Events             Events            `yaml:"events"`
+	Webhooks           Webhooks          `yaml:"webhooks"`
+	Import             Import            `yaml:"import"`
+	BreachedPasswords  BreachedPasswords `yaml:"breached_passwords"`
+	Clients            []Client          `yaml:"clients"`
+	APIUsers           []APIUser         `yaml:"api_users"`
+	Persons            []Person          `yaml:"persons"`
 }
 
 // Log configures the process log.
@@ -89,6 +90,18 @@ type Features struct {
 	EventsAPIEnabled *bool `yaml:"events_api_enabled"`
 	// ConfigurationAPIEnabled turns the configuration API on or off.
 	ConfigurationAPIEnabled *bool `yaml:"configuration_api_enabled"`
+}
+
+// BreachedPasswords configures the breached-password service that the
+// password policy's breached_password_blocked consults (the k-anonymity
+// range protocol: only 5 hex characters of the password's SHA-1 are sent).
+type BreachedPasswords struct {
+	// Endpoint is the range API (default https://api.pwnedpasswords.com/range).
+	Endpoint string   `yaml:"endpoint"`
+	Timeout  Duration `yaml:"timeout"` // default 2s
+	// FailClosed refuses passwords while the service cannot answer
+	// (default: accept them, and log a warning).
+	FailClosed bool `yaml:"fail_closed"`
 }
 
 // Import configures the person import API (POST /api/import/persons).
@@ -290,6 +303,12 @@ func (c *Config) fillDefaults() {
 	}
 	if c.TOTPAuthenticationLevel == 0 {
 		c.TOTPAuthenticationLevel = c.PasswordAuthenticationLevel + 1
+	}
+	if c.BreachedPasswords.Endpoint == "" {
+		c.BreachedPasswords.Endpoint = "https://api.pwnedpasswords.com/range"
+	}
+	if c.BreachedPasswords.Timeout == 0 {
+		c.BreachedPasswords.Timeout = Duration(2 * time.Second)
 	}
 	if c.DeviceCodeLifetime == 0 {
 		c.DeviceCodeLifetime = Duration(10 * time.Minute)

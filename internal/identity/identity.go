@@ -58,6 +58,9 @@ type Service struct {
 	EventLog events.Appender
 	// TOTP opens the sealed TOTP secrets of persons (step-up).
 	TOTP *seal.Sealer
+	// PasswordPolicy applies the password policy wherever a password is set
+	// (nil: no policy).
+	PasswordPolicy func(ctx context.Context, password string) error
 	// dummy is verified for unknown accounts so that they take as long as
 	// known ones (timing must not reveal which emails exist).
 	dummy string
@@ -198,6 +201,11 @@ func (s *Service) record(ctx context.Context, r *http.Request, typ, personID str
 // those that exist (matched by email).
 func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) error {
 	for _, cp := range persons {
+		if s.PasswordPolicy != nil {
+			if err := s.PasswordPolicy(ctx, cp.Password); err != nil {
+				return fmt.Errorf("person %s: %w", cp.Email, err)
+			}
+		}
 		h, err := password.Hash(cp.Password)
 		if err != nil {
 			return err

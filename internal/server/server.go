@@ -20,6 +20,7 @@ import (
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/personimport"
+	"github.com/latchkey/latchkey/internal/pwpolicy"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
@@ -122,7 +123,10 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Sink: eventLog, Now: now}
+	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Sink: eventLog, Now: now,
+		Breached: &pwpolicy.RangeChecker{Endpoint: cfg.BreachedPasswords.Endpoint,
+			Timeout: time.Duration(cfg.BreachedPasswords.Timeout), FailClosed: cfg.BreachedPasswords.FailClosed}}
+	s.identity.PasswordPolicy = cim.CheckPassword
 	if err := applyFeatures(ctx, cim, cfg.Features); err != nil {
 		return nil, err
 	}
