@@ -254,3 +254,37 @@ func (s *Service) Messages(lang string) map[string]string {
 	}
 	return out
 }
+
+// LogoutTarget applies the redirects unit to a logout: a requested address
+// must be on url_whitelist, or be url_after_logout or default_origin_url
+// themselves (exact match, as RFC 9700 asks of redirect URIs); without one
+// the browser goes to url_after_logout when set.
+func (s *Service) LogoutTarget(ctx context.Context, requested string) (string, bool, error) {
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	rd := snap.Redirects
+	if requested == "" {
+		if rd != nil && rd.URLAfterLogout != nil {
+			return *rd.URLAfterLogout, true, nil
+		}
+		return "", true, nil
+	}
+	return requested, rd != nil && rd.Allows(requested), nil
+}
+
+// Allows reports whether a redirect to u is allowed.
+func (r *Redirects) Allows(u string) bool {
+	for _, w := range r.URLWhitelist {
+		if w.URL == u {
+			return true
+		}
+	}
+	for _, p := range []*string{r.URLAfterLogout, r.URLAfterLogin, r.DefaultOriginURL} {
+		if p != nil && *p == u {
+			return true
+		}
+	}
+	return false
+}

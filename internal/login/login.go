@@ -40,9 +40,12 @@ type Pages struct {
 	// CustomMessages returns the configured texts of a language (the
 	// configuration API's custom_messages), which override the built-in ones.
 	CustomMessages func(lang string) map[string]string
-	Secure         bool // Secure cookies (the issuer is https)
-	Now            func() time.Time
-	Log            *slog.Logger
+	// LogoutTarget applies the redirects whitelist to logouts (nil: no
+	// redirect after logout).
+	LogoutTarget LogoutTargetFunc
+	Secure       bool // Secure cookies (the issuer is https)
+	Now          func() time.Time
+	Log          *slog.Logger
 
 	SessionLifetime time.Duration // default 12 h
 	PasswordLevel   int           // authentication level a password login reaches; default oauth.PasswordAuthLevel

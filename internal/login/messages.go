@@ -43,6 +43,9 @@ var messages = map[string]map[string]string{
 		"device.status.invalid":          "This code is not valid. Check the code on your device.",
 		"device.status.authorized.title": "Already connected",
 		"device.status.authorized":       "This device was already authorized.",
+		"logout.title":                   "You are signed out",
+		"logout.done":                    "You can close this window.",
+		"error.redirect":                 "The application asked to send you to an address that is not allowed.",
 	},
 	"nl": {
 		"login.title":                    "Inloggen",
@@ -82,6 +85,9 @@ var messages = map[string]map[string]string{
 		"device.status.invalid":          "Deze code is niet geldig. Controleer de code op uw apparaat.",
 		"device.status.authorized.title": "Al gekoppeld",
 		"device.status.authorized":       "Dit apparaat was al gekoppeld.",
+		"logout.title":                   "U bent uitgelogd",
+		"logout.done":                    "U kunt dit venster sluiten.",
+		"error.redirect":                 "De applicatie wilde u naar een adres sturen dat niet is toegestaan.",
 	},
 }
 

@@ -55,6 +55,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("POST /login", page(s.pages.Login))
 	mux.Handle("GET "+login.PathTOTP, page(s.pages.TOTPPage))
 	mux.Handle("POST "+login.PathTOTP, page(s.pages.TOTP))
+	mux.Handle("GET "+login.PathLogout, page(s.pages.Logout))
 	mux.Handle("GET /consent", page(s.pages.ConsentPage))
 	mux.Handle("POST /consent", page(s.pages.Consent))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(web.Static())))

@@ -135,6 +135,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return templates.Reload()
 	}}
 	s.pages.CustomMessages = cim.Messages
+	s.pages.LogoutTarget = cim.LogoutTarget
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
 		Enabled: func() bool {
 			snap, err := cim.Snapshot(context.Background())
