@@ -288,6 +288,10 @@ func TestValidation(t *testing.T) {
 		{"no unit", "POST", "/api/v2/config", `{}`, 400, ""},
 		{"bad locale", "PUT", "/api/v2/config/custom-messages", `{"locales":{"../../etc":{"a":"b"}}}`, 400, "must be a locale"},
 		{"bad locale variant", "PUT", "/api/v2/config/custom-messages/x%20y/batch", `{"a":"b"}`, 400, "must be a locale"},
+		{"attributes unknown member", "POST", "/api/v2/attributes", `{"verification":{"phone_enabled":true}}`, 400, ""},
+		{"attributes wrong type", "POST", "/api/v2/attributes", `{"name_visible_on_dashboard":1}`, 400, ""},
+		{"email notifications wrong type", "POST", "/api/v2/config/notifications/email", `{"welcome":{"on_web_enabled":"true"}}`, 400, ""},
+		{"email notifications unknown member", "POST", "/api/v2/config/notifications/email", `{"sms_sent":true}`, 400, ""},
 		{"malformed JSON", "POST", "/api/v2/config/features", `{"login_enabled":`, 400, ""},
 		{"trailing data", "POST", "/api/v2/config/features", `{} {}`, 400, ""},
 		{"not an object", "POST", "/api/v2/config/features", `[]`, 400, ""},
@@ -316,6 +320,16 @@ func TestValidation(t *testing.T) {
 				t.Errorf("a refused request changed the configuration:\n%s", d)
 			}
 		})
+	}
+}
+
+func TestNotJSONIsRefused(t *testing.T) {
+	s := servertest.Start(t, configAPI(nil), servertest.Options{})
+	req, _ := http.NewRequest("POST", s.URL+"/api/v2/config/features", strings.NewReader("login_enabled=true"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(apiUser, apiPass)
+	if resp, body := openapicheck.Do(t, s.Client(), req); resp.StatusCode != 415 {
+		t.Errorf("form body: %d %s, want 415", resp.StatusCode, body)
 	}
 }
 
