@@ -691,3 +691,25 @@ func TestConfigurationEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestInstancesShareTheConfiguration: two instances on one PostgreSQL
+// database; what one stores the other answers (after its short cache).
+func TestInstancesShareTheConfiguration(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	a := servertest.Start(t, configAPI(nil), servertest.Options{Backend: "postgres", PostgresURL: dsn})
+	b := servertest.Start(t, configAPI(nil), servertest.Options{Backend: "postgres", PostgresURL: dsn})
+	for _, pin := range []string{"true", "false"} {
+		admin(t, a, "POST", "/api/v2/config/features", `{"pin_enabled":`+pin+`}`)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got := admin(t, b, "GET", "/api/v2/config/features", "")
+			if string(got.body) == `{"pin_enabled":`+pin+`}` {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("instance b still answers %s, want pin_enabled %s", got.body, pin)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
