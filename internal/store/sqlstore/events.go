@@ -93,9 +93,11 @@ func (db *DB) CountEvents(ctx context.Context, f store.EventFilter, max int) (in
 	return n, db.scanErr(err)
 }
 
-// DeleteEventsBefore removes a batch of old events.
+// DeleteEventsBefore removes a batch of old events. Naming both kinds lets
+// the (kind, occurred) index find them: one range per kind.
 func (db *DB) DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int64, error) {
-	res, err := db.exec(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE occurred < ? LIMIT ?)`, t.UnixMilli(), limit)
+	res, err := db.exec(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE kind IN (?, ?) AND occurred < ? LIMIT ?)`,
+		store.EventOAuth, store.EventPerson, t.UnixMilli(), limit)
 	if err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -172,6 +173,11 @@ func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
 	args := func(e store.Event) []any {
 		return []any{e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
 			e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context), e.Occurred.UnixMilli()}
+	}
+	for _, e := range es {
+		if e.Kind != store.EventOAuth && e.Kind != store.EventPerson {
+			return fmt.Errorf("sqlstore: event kind %q", e.Kind) // retention finds events by kind
+		}
 	}
 	if db.d.InProcess && (db.inTx || len(es) == 1) {
 		// One prepared statement, run per row: no SQL text to parse.
