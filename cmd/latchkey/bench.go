@@ -33,6 +33,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	database := fs.String("database", "", "database of the server under test (default: SQLite in a temporary folder)")
 	target := fs.String("target", "", "base URL of an already running server started with --print-config's configuration")
 	printConfig := fs.Bool("print-config", false, "print the configuration the benchmark's server needs and exit")
+	profileDir := fs.String("profile", "", "write the server's CPU and allocation profiles of each scenario into this `folder`")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -55,7 +56,10 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	base, serverPID := *target, 0
+	if *profileDir != "" && *target != "" {
+		return usageError{errors.New("bench: --profile needs the server bench starts (no --target)")}
+	}
+	base, serverPID, debugBase := *target, 0, ""
 	if base == "" {
 		tmp, err := os.MkdirTemp("", "latchkey-bench-")
 		if err != nil {
@@ -74,8 +78,19 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		cmd, err := startChild(ctx, []string{"serve", "--config", cfg}, "LATCHKEY_LISTEN="+addr, "LATCHKEY_DATABASE="+db,
-			"LATCHKEY_SECRET_KEY_FILE="+filepath.Join(tmp, "secret.key"), "LATCHKEY_LOG_LEVEL=error")
+		env := []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_DATABASE=" + db,
+			"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(tmp, "secret.key"), "LATCHKEY_LOG_LEVEL=error"}
+		if *profileDir != "" {
+			if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+				return err
+			}
+			debugAddr, err := freeAddr()
+			if err != nil {
+				return err
+			}
+			env, debugBase = append(env, "LATCHKEY_DEBUG_LISTEN="+debugAddr), "http://"+debugAddr
+		}
+		cmd, err := startChild(ctx, []string{"serve", "--config", cfg}, env...)
 		if err != nil {
 			return err
 		}
@@ -99,9 +114,19 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("bench: set up %s: %w", sc.Name, err)
 		}
 		bench.Load(ctx, client, *conns, *dur/10, step) // warm up
+		var profiled chan error
+		if debugBase != "" {
+			profiled = make(chan error, 1)
+			go func() { profiled <- fetchProfile(ctx, debugBase, sc.Name, *profileDir, *dur) }()
+		}
 		cpu0 := cpuSeconds(serverPID)
 		reqs, errs, lat, elapsed := bench.Load(ctx, client, *conns, *dur, step)
 		cpu := cpuSeconds(serverPID) - cpu0
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				return err
+			}
+		}
 		r := bench.Result{Name: sc.Name, Description: sc.Description, Requests: reqs, Errors: errs, Duration: elapsed,
 			BodyBytes: size, CPUPer1000: math.NaN()}
 		r.P50, r.P90, r.P99, r.Max = bench.Percentiles(lat)
@@ -115,6 +140,36 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	printResults(stdout, results)
 	return nil
+}
+
+// fetchProfile saves the server's CPU profile over most of the measured load
+// and its allocation profile after it, for `go tool pprof`.
+func fetchProfile(ctx context.Context, debugBase, name, dir string, d time.Duration) error {
+	secs := max(1, int(d.Seconds())-1)
+	get := func(path, file string) error {
+		req, _ := http.NewRequestWithContext(ctx, "GET", debugBase+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("bench: profile %s: %w", name, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("bench: profile %s: status %d", name, resp.StatusCode)
+		}
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	if err := get("/debug/pprof/profile?seconds="+strconv.Itoa(secs), name+".cpu.pprof"); err != nil {
+		return err
+	}
+	return get("/debug/pprof/allocs", name+".allocs.pprof")
 }
 
 func printResults(w io.Writer, results []bench.Result) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -65,6 +66,11 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 
 	go srv.Maintain(sigCtx, time.Minute)
+	if cfg.DebugListen != "" {
+		if err := serveDebug(sigCtx, cfg.DebugListen, logger); err != nil {
+			return err
+		}
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -86,6 +92,26 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped")
+	return nil
+}
+
+// serveDebug serves net/http/pprof on its own listener, so the profiler is
+// never reachable through the public address.
+func serveDebug(ctx context.Context, addr string, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("debug_listen %s: %w", addr, errors.Unwrap(err))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); hs.Close() }()
+	go func() { _ = hs.Serve(ln) }()
+	logger.Info("profiler listening", "addr", ln.Addr().String())
 	return nil
 }
 

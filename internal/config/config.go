@@ -46,6 +46,9 @@ type Config struct {
 	Database      string `yaml:"database"`
 	SecretKeyFile string `yaml:"secret_key_file"`
 	TemplatesDir  string `yaml:"templates_dir"`
+	// DebugListen serves Go's profiler (/debug/pprof/) on its own address,
+	// never on the public one; empty (the default) serves nothing.
+	DebugListen string `yaml:"debug_listen"`
 	// PasswordAuthenticationLevel is the authentication level a password
 	// login reaches (scopes ask for levels; default 1).
 	PasswordAuthenticationLevel int `yaml:"password_authentication_level"`
@@ -435,6 +438,11 @@ func (c *Config) Validate() error {
 	}
 	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
 		return fmt.Errorf("listen: %q is not host:port", c.Listen)
+	}
+	if c.DebugListen != "" {
+		if _, port, err := net.SplitHostPort(c.DebugListen); err != nil || port == "" {
+			return fmt.Errorf("debug_listen: %q is not host:port", c.DebugListen)
+		}
 	}
 	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
 		!strings.HasPrefix(c.Database, "postgresql://") {

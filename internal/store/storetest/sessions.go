@@ -183,6 +183,9 @@ func testEvents(t *testing.T, s store.Store) {
 	if d := cmp.Diff(evs[5], persons[0]); d != "" {
 		t.Errorf("person event round trip (-want +got):\n%s", d)
 	}
+	if err := s.AppendEvents(ctx(), store.Event{ID: "bad-kind", Kind: "other", Type: "A", Name: "a", Occurred: base}); err == nil {
+		t.Error("an event of an unknown kind (retention would never find it) was stored")
+	}
 	n, err := s.DeleteEventsBefore(ctx(), base.Add(3*time.Millisecond), 1)
 	if err != nil || n != 1 {
 		t.Errorf("a batch of one: %d, %v", n, err)
