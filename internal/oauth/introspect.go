@@ -88,14 +88,14 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 		kind = token.RefreshToken
 	}
 	hash := s.Hasher.HashOf(kind, value)
-	t, err := s.Store.GetToken(ctx, hash)
+	t, g, err := s.Store.GetTokenGrant(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return fail(EventIntrospectionFailed)
 	case err != nil:
 		return nil, err
-	case !t.RevokedAt.IsZero() || !now.Before(t.ExpiresAt):
-		return fail(EventIntrospectionFailed)
+	case !t.RevokedAt.IsZero() || !now.Before(t.ExpiresAt) || !g.RevokedAt.IsZero():
+		return fail(EventIntrospectionFailed) // a revoked grant's tokens spend no uses
 	}
 	if t.UsageLimit > 0 && t.Kind == store.KindAccess {
 		// One atomic conditional increment: exactly usage_limit answers are active.
@@ -106,13 +106,6 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 		if err != nil {
 			return nil, err
 		}
-	}
-	g, err := s.Store.GetGrant(ctx, t.GrantID)
-	if err != nil {
-		return nil, err
-	}
-	if !g.RevokedAt.IsZero() {
-		return fail(EventIntrospectionFailed)
 	}
 	client, err := s.client(ctx, t.ClientID)
 	if errors.Is(err, store.ErrNotFound) {

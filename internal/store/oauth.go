@@ -155,6 +155,9 @@ type Tokens interface {
 
 	CreateToken(ctx context.Context, t Token) error
 	GetToken(ctx context.Context, hash []byte) (Token, error)
+	// GetTokenGrant returns a token and its grant; ErrNotFound when the
+	// token is unknown.
+	GetTokenGrant(ctx context.Context, hash []byte) (Token, Grant, error)
 	// RevokeToken marks one token revoked at now (idempotent); ErrNotFound when unknown.
 	RevokeToken(ctx context.Context, hash []byte, now time.Time) error
 	// UseRefreshToken marks an unused refresh token used at now and returns it.

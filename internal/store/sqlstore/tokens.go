@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -20,15 +21,34 @@ func (db *DB) CreateGrant(ctx context.Context, g store.Grant) error {
 
 // GetGrant returns one grant.
 func (db *DB) GetGrant(ctx context.Context, id string) (store.Grant, error) {
+	g, err := scanGrant(db.queryRow(ctx, `SELECT `+grantColumns+` FROM grants WHERE id = ?`, id))
+	return g, db.scanErr(err)
+}
+
+const grantColumns = `id, client_id, subject, scopes, auth_level, amr, data, created_at, expires_at, revoked_at`
+
+// tokenGrantQuery joins a token to its grant; the tables share column names.
+var tokenGrantQuery = `SELECT ` + qualify("tokens", tokenColumns) + `, ` + qualify("grants", grantColumns) + `
+	FROM tokens JOIN grants ON grants.id = tokens.grant_id WHERE tokens.hash = ?`
+
+// qualify prefixes each column of a comma-separated list with its table.
+func qualify(table, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = table + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+func scanGrant(s scanner, before ...any) (store.Grant, error) {
 	var g store.Grant
 	var scopes, amr string
 	var created, expires, revoked int64
-	err := db.queryRow(ctx, `SELECT id, client_id, subject, scopes, auth_level, amr, data, created_at, expires_at,
-		revoked_at FROM grants WHERE id = ?`, id).
-		Scan(&g.ID, &g.ClientID, &g.Subject, &scopes, &g.AuthLevel, &amr, &g.Data, &created, &expires, &revoked)
-	if err != nil {
-		return g, db.scanErr(err)
+	dest := append(before, &g.ID, &g.ClientID, &g.Subject, &scopes, &g.AuthLevel, &amr, &g.Data, &created, &expires, &revoked)
+	if err := s.Scan(dest...); err != nil {
+		return g, err
 	}
+	var err error
 	if g.Scopes, err = fromList(scopes); err != nil {
 		return g, err
 	}
@@ -61,18 +81,32 @@ func (db *DB) RevokeGrant(ctx context.Context, id string, now time.Time) error {
 const tokenColumns = `hash, kind, grant_id, client_id, subject, scopes, issued_at, expires_at, usage_limit,
 	usage_count, used_at, revoked_at`
 
-func scanToken(s scanner) (store.Token, error) {
-	var t store.Token
-	var scopes string
-	var issued, expires, used, revoked int64
-	if err := s.Scan(&t.Hash, &t.Kind, &t.GrantID, &t.ClientID, &t.Subject, &scopes, &issued, &expires,
-		&t.UsageLimit, &t.UsageCount, &used, &revoked); err != nil {
-		return t, err
-	}
+// tokenFields holds a token row's columns while it is scanned.
+type tokenFields struct {
+	t                              store.Token
+	scopes                         string
+	issued, expires, used, revoked int64
+}
+
+func (f *tokenFields) dest() []any {
+	return []any{&f.t.Hash, &f.t.Kind, &f.t.GrantID, &f.t.ClientID, &f.t.Subject, &f.scopes, &f.issued, &f.expires,
+		&f.t.UsageLimit, &f.t.UsageCount, &f.used, &f.revoked}
+}
+
+func (f *tokenFields) token() (store.Token, error) {
 	var err error
-	t.Scopes, err = fromList(scopes)
-	t.IssuedAt, t.ExpiresAt, t.UsedAt, t.RevokedAt = fromMicros(issued), fromMicros(expires), fromMicros(used), fromMicros(revoked)
-	return t, err
+	f.t.Scopes, err = fromList(f.scopes)
+	f.t.IssuedAt, f.t.ExpiresAt = fromMicros(f.issued), fromMicros(f.expires)
+	f.t.UsedAt, f.t.RevokedAt = fromMicros(f.used), fromMicros(f.revoked)
+	return f.t, err
+}
+
+func scanToken(s scanner) (store.Token, error) {
+	var f tokenFields
+	if err := s.Scan(f.dest()...); err != nil {
+		return f.t, err
+	}
+	return f.token()
 }
 
 // CreateToken inserts a token.
@@ -87,6 +121,18 @@ func (db *DB) CreateToken(ctx context.Context, t store.Token) error {
 func (db *DB) GetToken(ctx context.Context, hash []byte) (store.Token, error) {
 	t, err := scanToken(db.queryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
 	return t, db.scanErr(err)
+}
+
+// GetTokenGrant returns a token and its grant in one query (introspection's
+// single round trip).
+func (db *DB) GetTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
+	var f tokenFields
+	g, err := scanGrant(db.queryRow(ctx, tokenGrantQuery, hash), f.dest()...)
+	if err != nil {
+		return store.Token{}, store.Grant{}, db.scanErr(err)
+	}
+	t, err := f.token()
+	return t, g, err
 }
 
 // RevokeToken revokes one token.

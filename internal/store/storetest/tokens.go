@@ -59,6 +59,20 @@ func testGrantAndTokens(t *testing.T, s store.Store) {
 	if _, err := s.GetToken(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown token: %v", err)
 	}
+	joinedT, joinedG, err := s.GetTokenGrant(ctx(), []byte("at1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantG, _ := s.GetGrant(ctx(), "g1")
+	if d := cmp.Diff(at, joinedT); d != "" {
+		t.Errorf("GetTokenGrant token (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantG, joinedG); d != "" {
+		t.Errorf("GetTokenGrant grant (-want +got):\n%s", d)
+	}
+	if _, _, err := s.GetTokenGrant(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetTokenGrant of an unknown token: %v", err)
+	}
 	if _, err := s.GetGrant(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown grant: %v", err)
 	}
