@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,5 +30,28 @@ func TestBenchSmoke(t *testing.T) {
 		if !found {
 			t.Errorf("no result line for %s:\n%s", name, table)
 		}
+	}
+}
+
+// --profile saves the server's CPU and allocation profiles per scenario,
+// taken from the profiler on its own address (debug_listen).
+func TestBenchProfile(t *testing.T) {
+	dir := t.TempDir()
+	out, err := command(t, nil, "bench", "--scenarios", "introspect", "--duration", "2s", "--connections", "2",
+		"--profile", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	for _, name := range []string{"introspect.cpu.pprof", "introspect.allocs.pprof"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 100 || b[0] != 0x1f || b[1] != 0x8b { // pprof's format is gzipped protobuf
+			t.Errorf("%s is not a profile (%d bytes)", name, len(b))
+		}
+	}
+	if out, err := command(t, nil, "bench", "--profile", dir, "--target", "http://127.0.0.1:1").CombinedOutput(); err == nil {
+		t.Errorf("--profile with --target (a server bench cannot profile) was accepted:\n%s", out)
 	}
 }

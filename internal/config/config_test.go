@@ -115,6 +115,7 @@ func TestLoadErrors(t *testing.T) {
 		{"person email must be valid", "persons:\n  - {email: not-an-email, password: x}\n", nil, "not a valid address"},
 		{"person needs a password", "persons:\n  - {email: a@example.com}\n", nil, "password"},
 		{"bad listen from the environment is reported", "", []string{"LATCHKEY_LISTEN=nope"}, "listen"},
+		{"bad debug_listen is reported", "", []string{"LATCHKEY_DEBUG_LISTEN=nope"}, "debug_listen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
