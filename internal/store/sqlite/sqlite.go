@@ -82,7 +82,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 
-	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, GroupCommit: true, Translate: translate, Migrations: ms}
+	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, GroupCommit: true, IndexHints: true, Translate: translate,
+		Migrations: ms}
 	s := &Store{sqlstore.New(d, write, read)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()

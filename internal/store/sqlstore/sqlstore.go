@@ -47,6 +47,8 @@ type Dialect struct {
 	// (" FOR UPDATE" on PostgreSQL; "" on SQLite, whose writer transaction
 	// already excludes every other writer).
 	ForUpdate string
+	// IndexHints names the index of an event search (SQLite's INDEXED BY).
+	IndexHints bool
 }
 
 // Migration is one numbered schema change.
