@@ -106,7 +106,9 @@ func canonicalRef(p Person) string { return uuid.MustParse(p.Profile.ReferenceID
 // of the batch was imported and each gets a referenced failure.
 func (s *Service) writeBatch(ctx context.Context, batch []candidate, o Options, outcome []*Failure) {
 	failed := map[int]*Failure{}
-	err := s.Store.Tx(ctx, func(tx store.Store) error {
+	// A batch writes hundreds of persons: it should not share a commit (and
+	// a savepoint journaling every page it changes) with small requests.
+	err := s.Store.Tx(store.OwnTransaction(ctx), func(tx store.Store) error {
 		clear(failed)
 		for _, c := range batch {
 			err := tx.Savepoint(ctx, func(sp store.Store) error { return s.writeOne(ctx, sp, c, o) })

@@ -9,6 +9,21 @@ import (
 	"time"
 )
 
+type ownTxKey struct{}
+
+// OwnTransaction marks a Tx as large (a bulk import): a backend that shares
+// commits between concurrent transactions (SQLite's group commit) runs it in
+// a transaction of its own, where it needs no savepoint around its writes.
+func OwnTransaction(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ownTxKey{}, true)
+}
+
+// WantsOwnTransaction reports whether ctx was marked by OwnTransaction.
+func WantsOwnTransaction(ctx context.Context) bool {
+	own, _ := ctx.Value(ownTxKey{}).(bool)
+	return own
+}
+
 // Sentinel errors. Backends translate driver errors into these so that callers
 // never inspect driver-specific codes.
 var (

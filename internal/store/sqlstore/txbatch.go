@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strconv"
 	"sync"
@@ -28,6 +29,7 @@ type txBatch struct {
 
 type txJob struct {
 	ctx   context.Context
+	own   bool // store.OwnTransaction: runs alone
 	fn    func(store.Store) error
 	err   error
 	panic any
@@ -38,7 +40,7 @@ func (b *txBatch) run(ctx context.Context, db *DB, fn func(store.Store) error) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	j := &txJob{ctx: ctx, fn: fn, done: make(chan struct{})}
+	j := &txJob{ctx: ctx, own: store.WantsOwnTransaction(ctx), fn: fn, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, j)
 	if !b.running {
@@ -58,6 +60,12 @@ func (b *txBatch) loop(db *DB) {
 	for {
 		b.mu.Lock()
 		n := min(len(b.queue), maxBatch)
+		for i, j := range b.queue[:n] {
+			if j.own {
+				n = max(i, 1) // alone: the jobs before it go first, in a batch of their own
+				break
+			}
+		}
 		jobs := b.queue[:n:n]
 		b.queue = b.queue[n:]
 		if n == 0 {
@@ -85,6 +93,13 @@ func (db *DB) commitBatch(jobs []*txJob) {
 		return
 	}
 	child := &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int)}
+	if len(jobs) == 1 {
+		// Alone, the transaction is the job's own: no savepoint to set,
+		// and none to journal every page it changes into.
+		db.commitAlone(tx, child, jobs[0])
+		db.preparePending(ctx)
+		return
+	}
 	ok := false
 	for i, j := range jobs {
 		if j.err = j.ctx.Err(); j.err != nil {
@@ -114,6 +129,24 @@ func (db *DB) commitBatch(jobs []*txJob) {
 		}
 	}
 	db.preparePending(ctx)
+}
+
+// commitAlone runs a batch's only job directly in the transaction.
+func (db *DB) commitAlone(tx *sql.Tx, child *DB, j *txJob) {
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			j.panic = p
+		}
+	}()
+	if j.err = j.ctx.Err(); j.err == nil {
+		j.err = j.fn(child)
+	}
+	if j.err != nil {
+		_ = tx.Rollback()
+		return
+	}
+	j.err = db.d.Translate(tx.Commit())
 }
 
 // runJob runs one job in a savepoint. Its own failure (error or panic) is
