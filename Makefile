@@ -7,6 +7,7 @@ run: ## start the service on embedded SQLite with demo data
 	$(GO) run ./cmd/latchkey serve --demo
 
 test: ## every test: vet, then all packages with the race detector (SQLite and PostgreSQL)
+	./scripts/test-deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
