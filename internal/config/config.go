@@ -431,18 +431,21 @@ func walkEnv(v reflect.Value, prefix string, env map[string]string) error {
 	return nil
 }
 
+func isHostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port != ""
+}
+
 // Validate checks every value; the first problem is returned, naming its key.
 func (c *Config) Validate() error {
 	if err := validateIssuer(c.Issuer); err != nil {
 		return fmt.Errorf("issuer: %w", err)
 	}
-	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
+	if !isHostPort(c.Listen) {
 		return fmt.Errorf("listen: %q is not host:port", c.Listen)
 	}
-	if c.DebugListen != "" {
-		if _, port, err := net.SplitHostPort(c.DebugListen); err != nil || port == "" {
-			return fmt.Errorf("debug_listen: %q is not host:port", c.DebugListen)
-		}
+	if c.DebugListen != "" && !isHostPort(c.DebugListen) {
+		return fmt.Errorf("debug_listen: %q is not host:port", c.DebugListen)
 	}
 	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
 		!strings.HasPrefix(c.Database, "postgresql://") {
