@@ -102,7 +102,7 @@ func TestImportSurvivesSIGKILL(t *testing.T) {
 				if backend == "postgres" {
 					st, err = postgres.Open(ctx, dsn)
 				} else {
-					st, err = sqlite.Open(ctx, dbPath)
+					st, err = sqlite.OpenReadOnly(ctx, dbPath) // beside the server
 				}
 				if err != nil {
 					t.Fatal(err)

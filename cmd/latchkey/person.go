@@ -56,7 +56,7 @@ func personCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := backend.Open(ctx, cfg.Database)
+	st, err := backend.OpenReadOnly(ctx, cfg.Database) // beside a running server
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}

@@ -24,3 +24,12 @@ func Open(ctx context.Context, database string) (store.Store, error) {
 		return nil, fmt.Errorf("unsupported database %q (want sqlite:PATH or postgres://...)", scheme)
 	}
 }
+
+// OpenReadOnly opens database for reading beside the process that serves
+// it (an embedded store is locked to that process; see sqlite.Open).
+func OpenReadOnly(ctx context.Context, database string) (store.Store, error) {
+	if path, ok := strings.CutPrefix(database, "sqlite:"); ok {
+		return sqlite.OpenReadOnly(ctx, path)
+	}
+	return Open(ctx, database)
+}

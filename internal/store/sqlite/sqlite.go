@@ -32,10 +32,16 @@ func Migrations() ([]sqlstore.Migration, error) {
 }
 
 // Store is the SQLite backend.
-type Store struct{ *sqlstore.DB }
+type Store struct {
+	*sqlstore.DB
+	file *openFile // nil for OpenReadOnly
+}
 
 // Open opens (creating when needed) the database file at path and applies
-// the migrations.
+// the migrations. The file serves one process: Open locks it against other
+// processes (OpenReadOnly does not), which is what lets the stores of this
+// process keep state derived from it in memory (the token cache). Several
+// latchkey processes share a PostgreSQL store instead.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty path")
@@ -45,6 +51,31 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 	}
+	f, err := acquire(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := open(ctx, path, false)
+	if err != nil {
+		f.release()
+		return nil, err
+	}
+	s.file = f
+	s.UseTokenCache(f.tokens)
+	return s, nil
+}
+
+// OpenReadOnly opens the database file at path for reading, beside the
+// process that has it open: no lock, no migrations, no writes. Events the
+// other process has logged but not yet indexed are not seen.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return open(ctx, path, true)
+}
+
+func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	ms, err := Migrations()
 	if err != nil {
 		return nil, err
@@ -60,6 +91,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(NORMAL)", "busy_timeout(10000)", "foreign_keys(ON)",
 		"temp_store(MEMORY)", "cache_size(-16384)"} {
 		pragmas.Add("_pragma", p)
+	}
+	if readOnly {
+		pragmas.Add("_pragma", "query_only(ON)")
+		read, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode())
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+		s := &Store{DB: sqlstore.New(&sqlstore.Dialect{Name: "sqlite", InProcess: true, IndexHints: true,
+			Translate: translate, Migrations: ms}, read, read)}
+		if err := s.Ping(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		return s, nil
 	}
 	writeDSN := "file:" + path + "?" + pragmas.Encode() + "&_txlock=immediate"
 	write, err := sql.Open("sqlite", writeDSN)
@@ -84,7 +129,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, GroupCommit: true, IndexHints: true, Translate: translate,
 		Migrations: ms}
-	s := &Store{sqlstore.New(d, write, read)}
+	s := &Store{DB: sqlstore.New(d, write, read)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -94,6 +139,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	return s, nil
+}
+
+// Close closes the pools, and the file's lock with the last store of the
+// process on it.
+func (s *Store) Close() error {
+	err := s.DB.Close()
+	if s.file != nil {
+		s.file.release()
+		s.file = nil
+	}
+	return err
 }
 
 // translate maps SQLite constraint violations to store.ErrConflict.

@@ -2,8 +2,13 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/storetest"
@@ -35,5 +40,83 @@ func TestSQLiteMigrateTwice(t *testing.T) {
 			t.Fatalf("applied versions %v, %v", vs, err)
 		}
 		s.Close()
+	}
+}
+
+// TestOpenLocksTheFileToOneProcess: a second process cannot open the file
+// while this one has it (its token cache would miss the other's writes);
+// stores of one process share the file, and read-only opens are free.
+func TestOpenLocksTheFileToOneProcess(t *testing.T) {
+	if path := os.Getenv("LATCHKEY_SQLITE_LOCK_CHILD"); path != "" {
+		_, err := Open(context.Background(), path)
+		if err == nil {
+			t.Fatal("a second process opened the locked file")
+		}
+		if !strings.Contains(err.Error(), "in use by another process") {
+			t.Fatalf("error: %v", err)
+		}
+		return
+	}
+	path := filepath.Join(t.TempDir(), "db")
+	a, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("a second store of the same process: %v", err)
+	}
+	child := func() error {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestOpenLocksTheFileToOneProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "LATCHKEY_SQLITE_LOCK_CHILD="+path)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	if err := child(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	ro, err := OpenReadOnly(context.Background(), path)
+	if err != nil {
+		t.Fatalf("read-only beside the owner: %v", err)
+	}
+	ro.Close()
+
+	// Both stores answer from one token cache: a revocation through one
+	// shows through the other at once.
+	ctx := context.Background()
+	g := store.Grant{ID: "g", ClientID: "c", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	tk := store.Token{Hash: []byte("h"), Kind: store.KindAccess, GrantID: "g", ClientID: "c", IssuedAt: g.CreatedAt,
+		ExpiresAt: g.ExpiresAt}
+	if err := a.CreateGrant(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateToken(ctx, tk); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, _, err := a.GetTokenGrant(ctx, tk.Hash); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.RevokeGrant(ctx, "g", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, g, err := a.GetTokenGrant(ctx, tk.Hash); err != nil || g.RevokedAt.IsZero() {
+		t.Fatalf("revoked through the other store: %v, revoked at %v", err, g.RevokedAt)
+	}
+
+	// The lock goes with the last store of the process.
+	a.Close()
+	if err := child(); err != nil {
+		t.Fatalf("child with one store still open: %v", err)
+	}
+	b.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenLocksTheFileToOneProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LATCHKEY_SQLITE_LOCK_CHILD="+path)
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("after the last Close the child should have opened the file: %s", out)
 	}
 }

@@ -231,5 +231,6 @@ func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 		}
 		total += n
 	}
+	db.invalidate(invalidation{all: true}) // expired rows: no cached answer of them is active anyway
 	return total, nil
 }

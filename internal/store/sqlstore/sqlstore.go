@@ -68,6 +68,14 @@ type DB struct {
 	shared *shared
 	// savepoints numbers the savepoints of a transaction.
 	savepoints *int
+	// pendingInv collects a transaction's token cache invalidations.
+	pendingInv *[]invalidation
+}
+
+// txChild is the DB that runs statements in tx.
+func (db *DB) txChild(tx *sql.Tx) *DB {
+	return &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int),
+		pendingInv: new([]invalidation)}
 }
 
 // shared is what a DB and the DBs of its transactions have in common.
@@ -83,6 +91,7 @@ type shared struct {
 	// for itself.
 	pending sync.Map
 	batch   txBatch
+	tokens  *TokenCache // nil: no token cache
 }
 
 // maxStmts bounds the statement caches; queries with many parameters (batch
@@ -135,12 +144,14 @@ func (db *DB) Tx(ctx context.Context, fn func(store.Store) error) (err error) {
 	if err != nil {
 		return db.d.Translate(err)
 	}
-	child := &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int)}
+	child := db.txChild(tx)
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()
+			db.endTx(child)
 			panic(p)
 		}
+		db.endTx(child)
 		db.preparePending(ctx)
 	}()
 	if err := fn(child); err != nil {

@@ -62,7 +62,9 @@ func scanGrant(s scanner, before ...any) (store.Grant, error) {
 
 // SetGrantData replaces a grant's flow data.
 func (db *DB) SetGrantData(ctx context.Context, id string, data []byte) error {
-	return db.execOne(ctx, `UPDATE grants SET data = ? WHERE id = ?`, data, id)
+	err := db.execOne(ctx, `UPDATE grants SET data = ? WHERE id = ?`, data, id)
+	db.invalidate(invalidation{grant: id})
+	return err
 }
 
 // RevokeGrant revokes a grant and every token it issued, in one transaction.
@@ -74,6 +76,7 @@ func (db *DB) RevokeGrant(ctx context.Context, id string, now time.Time) error {
 			return err
 		}
 		_, err := tx.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at = 0`, micros(now), id)
+		tx.invalidate(invalidation{grant: id})
 		return err
 	})
 }
@@ -126,6 +129,22 @@ func (db *DB) GetToken(ctx context.Context, hash []byte) (store.Token, error) {
 // GetTokenGrant returns a token and its grant in one query (introspection's
 // single round trip).
 func (db *DB) GetTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
+	c := db.shared.tokens
+	if c == nil || db.inTx {
+		return db.readTokenGrant(ctx, hash)
+	}
+	e, ok, seq := c.get(hash)
+	if ok {
+		return e.t, e.g, nil
+	}
+	t, g, err := db.readTokenGrant(ctx, hash)
+	if err == nil {
+		c.put(seq, t, g)
+	}
+	return t, g, err
+}
+
+func (db *DB) readTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
 	var f tokenFields
 	g, err := scanGrant(db.queryRow(ctx, tokenGrantQuery, hash), f.dest()...)
 	if err != nil {
@@ -137,8 +156,10 @@ func (db *DB) GetTokenGrant(ctx context.Context, hash []byte) (store.Token, stor
 
 // RevokeToken revokes one token.
 func (db *DB) RevokeToken(ctx context.Context, hash []byte, now time.Time) error {
-	return db.execOne(ctx, `UPDATE tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
+	err := db.execOne(ctx, `UPDATE tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
 		WHERE hash = ?`, micros(now), hash)
+	db.invalidate(invalidation{token: hash})
+	return err
 }
 
 // UseRefreshToken marks an unused refresh token used. The conditional
@@ -154,6 +175,7 @@ func (db *DB) UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (
 // ErrNotFound when there is no such token).
 func (db *DB) updateToken(ctx context.Context, hash []byte, q string, args ...any) (store.Token, error) {
 	t, err := scanToken(db.queryRowWrite(ctx, q, args...))
+	db.invalidate(invalidation{token: hash})
 	if err == nil {
 		return t, nil
 	}

@@ -92,7 +92,8 @@ func (db *DB) commitBatch(jobs []*txJob) {
 		}
 		return
 	}
-	child := &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int)}
+	child := db.txChild(tx)
+	defer db.endTx(child)
 	if len(jobs) == 1 {
 		// Alone, the transaction is the job's own: no savepoint to set,
 		// and none to journal every page it changes into.

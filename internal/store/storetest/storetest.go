@@ -30,6 +30,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"PersonIdentities", testIdentities},
 		{"GrantAndTokens", testGrantAndTokens},
 		{"RevokeGrantRevokesTokens", testRevokeGrant},
+		{"TokenGrantReadsSeeWrites", testTokenGrantReadsSeeWrites},
 		{"RefreshTokenSingleUse", testRefreshSingleUse},
 		{"UsageLimit", testUsageLimit},
 		{"AuthCodeSingleUse", testAuthCodeSingleUse},
@@ -68,6 +69,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"TxIsolationRace", testTxIsolationRace},
 		{"CreateScopeRace", testCreateScopeRace},
 		{"DeviceCodeRace", testDeviceCodeRace},
+		{"RevocationRace", testRevocationRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
+)
+
+// openFile is a database file this process has open: its lock against
+// other processes and what the stores opened on it share.
+type openFile struct {
+	key    string
+	lock   *os.File
+	tokens *sqlstore.TokenCache
+	refs   int
+}
+
+var errNoLocks = errors.New("no file locks on this platform")
+
+var (
+	filesMu sync.Mutex
+	files   = map[string]*openFile{}
+)
+
+// acquire returns the open file of path, locking it against other
+// processes the first time this process opens it.
+func acquire(path string) (*openFile, error) {
+	key, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	if f := files[key]; f != nil {
+		f.refs++
+		return f, nil
+	}
+	lock, err := os.OpenFile(key+"-lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	tokens := sqlstore.NewTokenCache()
+	if err := lockFile(lock); errors.Is(err, errNoLocks) {
+		tokens = nil
+	} else if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("sqlite: %s is in use by another process (%v): the embedded store serves one latchkey process; run several on PostgreSQL", path, err)
+	}
+	f := &openFile{key: key, lock: lock, tokens: tokens, refs: 1}
+	files[key] = f
+	return f, nil
+}
+
+// release drops one store's hold; the last one unlocks the file.
+func (f *openFile) release() {
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	if f.refs--; f.refs > 0 {
+		return
+	}
+	delete(files, f.key)
+	f.lock.Close() // closing the descriptor releases the lock
+}
