@@ -124,46 +124,85 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 	if sub == "" {
 		sub = t.ClientID // client credentials: the client is the subject
 	}
-	out := map[string]any{}
-	for k, v := range data.AdditionalClaims { // the access token hook's claims never override ours
-		out[k] = v
-	}
 	amr := g.AMR
 	if amr == nil {
 		amr = []string{}
 	}
-	for k, v := range map[string]any{
-		"active": true, "scope": joinScopes(t.Scopes), "client_id": t.ClientID, "token_type": "bearer",
-		"exp": t.ExpiresAt.Unix(), "iat": t.IssuedAt.Unix(), "nbf": t.IssuedAt.Unix(), "sub": sub,
-		"usage_limit": t.UsageLimit, "amr": amr,
-		"app_identifier": client.AppIdentifier, "app_platform": client.AppPlatform, "app_version": client.AppVersion,
-	} {
-		out[k] = v
+	out := &introspection{
+		Active: true, Scope: joinScopes(t.Scopes), ClientID: t.ClientID, TokenType: "bearer",
+		Exp: t.ExpiresAt.Unix(), Iat: t.IssuedAt.Unix(), Nbf: t.IssuedAt.Unix(), Sub: sub,
+		UsageLimit: t.UsageLimit, AMR: amr,
+		AppIdentifier: client.AppIdentifier, AppPlatform: client.AppPlatform, AppVersion: client.AppVersion,
+		UserDetails: map[string]any{}, extra: data.AdditionalClaims,
 	}
 	if t.UsageLimit > 0 {
-		out["usage_count"] = t.UsageCount
+		out.UsageCount = &t.UsageCount
 	}
 	if t.Subject != "" {
 		details, err := s.userDetails(r, g, data, refreshDetails)
 		if err != nil {
 			return nil, err
 		}
-		out["user_details"] = details
+		out.UserDetails = details
 		if s.Details.Groups.Enabled() {
 			if report := s.Details.Groups.Report(ctx, t.Subject); report != nil {
-				out["urn:vendor.com:oidc:group_policies"] = report
+				out.GroupPolicies = report
 				if s.Details.LegacyGroups {
 					b, _ := json.Marshal(report) // decoded from JSON: marshals
-					out["group_permissions"] = string(b)
+					out.GroupPermissions = string(b)
 				}
 			}
 		}
-	} else {
-		out["user_details"] = map[string]any{}
 	}
 	s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventIntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
 		UserID: t.Subject, TransactionID: g.ID})
 	return out, nil
+}
+
+// introspection is an active introspection answer (RFC 7662 section 2.2
+// and shared/spec/interface.md's members).
+type introspection struct {
+	Active           bool     `json:"active"`
+	Scope            string   `json:"scope"`
+	ClientID         string   `json:"client_id"`
+	TokenType        string   `json:"token_type"`
+	Exp              int64    `json:"exp"`
+	Iat              int64    `json:"iat"`
+	Nbf              int64    `json:"nbf"`
+	Sub              string   `json:"sub"`
+	UsageLimit       int      `json:"usage_limit"`
+	UsageCount       *int     `json:"usage_count,omitempty"`
+	AMR              []string `json:"amr"`
+	AppIdentifier    string   `json:"app_identifier"`
+	AppPlatform      string   `json:"app_platform"`
+	AppVersion       string   `json:"app_version"`
+	UserDetails      any      `json:"user_details"`
+	GroupPolicies    any      `json:"urn:vendor.com:oidc:group_policies,omitempty"`
+	GroupPermissions string   `json:"group_permissions,omitempty"` // deprecated form of GroupPolicies
+
+	extra map[string]any // the access token hook's claims: they never override ours
+}
+
+// MarshalJSON adds the hook's claims to the members; a struct (not a map)
+// keeps the common answer, which has none, one reflection-cached encoding.
+func (in *introspection) MarshalJSON() ([]byte, error) {
+	type plain introspection
+	b, err := json.Marshal((*plain)(in))
+	if err != nil || len(in.extra) == 0 {
+		return b, err
+	}
+	var ours map[string]json.RawMessage
+	if err := json.Unmarshal(b, &ours); err != nil {
+		return nil, err
+	}
+	all := make(map[string]any, len(ours)+len(in.extra))
+	for k, v := range in.extra {
+		all[k] = v
+	}
+	for k, v := range ours {
+		all[k] = v
+	}
+	return json.Marshal(all)
 }
 
 // userDetails returns the grant's cached user details, loading them (from
