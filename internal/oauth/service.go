@@ -136,6 +136,10 @@ type issue struct {
 	refresh   bool // issue a refresh token
 	grant     *store.Grant
 	requested []string // scopes the request named, to decide whether to echo scope
+	// configured is the scope configuration of scopes when it was read
+	// before the transaction (nil: mint reads it), so that the group
+	// commit's single writer does not wait for that read.
+	configured []store.Scope
 }
 
 // mint writes the grant and tokens of is through st (a transaction) and
@@ -202,9 +206,12 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			return nil, g, err
 		}
 	}
-	configured, err := st.GetScopes(ctx, is.scopes)
-	if err != nil {
-		return nil, g, err
+	configured := is.configured
+	if configured == nil || s.Details.AccessHook.Enabled() { // the hook may have narrowed the scopes
+		var err error
+		if configured, err = st.GetScopes(ctx, is.scopes); err != nil {
+			return nil, g, err
+		}
 	}
 	limit := scopes.UsageLimit(configured)
 	access, accessHash := s.Hasher.Mint(token.AccessToken)

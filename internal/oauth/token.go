@@ -74,10 +74,18 @@ func (s *Service) clientCredentials(r *http.Request, client store.Client, form m
 	if desc == "" {
 		var scopes []string
 		if scopes, desc = AllowedScopes(client, requested); desc == "" {
+			configured, err := s.Store.GetScopes(ctx, scopes)
+			if err != nil {
+				return nil, err
+			}
+			if configured == nil {
+				configured = []store.Scope{} // read: none of them is configured
+			}
 			var resp *TokenResponse
-			err := s.Store.Tx(ctx, func(tx store.Store) error {
+			err = s.Store.Tx(ctx, func(tx store.Store) error {
 				var err error
-				resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested})
+				resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
+					configured: configured})
 				if err != nil {
 					return err
 				}
