@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,10 +14,10 @@ import (
 // openFile is a database file this process has open: its lock against
 // other processes and what the stores opened on it share.
 type openFile struct {
-	key    string
-	lock   *os.File
-	tokens *sqlstore.TokenCache
-	refs   int
+	key  string
+	lock *os.File
+	db   *sqlstore.DB
+	refs int
 }
 
 var errNoLocks = errors.New("no file locks on this platform")
@@ -27,8 +28,8 @@ var (
 )
 
 // acquire returns the open file of path, locking it against other
-// processes the first time this process opens it.
-func acquire(path string) (*openFile, error) {
+// processes and opening it the first time this process opens it.
+func acquire(ctx context.Context, path string) (*openFile, error) {
 	key, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -43,25 +44,36 @@ func acquire(path string) (*openFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	tokens := sqlstore.NewTokenCache()
+	locked := true
 	if err := lockFile(lock); errors.Is(err, errNoLocks) {
-		tokens = nil
+		locked = false
 	} else if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("sqlite: %s is in use by another process (%v): the embedded store serves one latchkey process; run several on PostgreSQL", path, err)
 	}
-	f := &openFile{key: key, lock: lock, tokens: tokens, refs: 1}
+	s, err := open(ctx, path, false)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if locked {
+		s.UseTokenCache(sqlstore.NewTokenCache())
+	}
+	f := &openFile{key: key, lock: lock, db: s.DB, refs: 1}
 	files[key] = f
 	return f, nil
 }
 
-// release drops one store's hold; the last one unlocks the file.
-func (f *openFile) release() {
+// release drops one store's hold; the last one closes the connections and
+// unlocks the file.
+func (f *openFile) release() error {
 	filesMu.Lock()
 	defer filesMu.Unlock()
 	if f.refs--; f.refs > 0 {
-		return
+		return nil
 	}
 	delete(files, f.key)
+	err := f.db.Close()
 	f.lock.Close() // closing the descriptor releases the lock
+	return err
 }

@@ -39,9 +39,10 @@ type Store struct {
 
 // Open opens (creating when needed) the database file at path and applies
 // the migrations. The file serves one process: Open locks it against other
-// processes (OpenReadOnly does not), which is what lets the stores of this
-// process keep state derived from it in memory (the token cache). Several
-// latchkey processes share a PostgreSQL store instead.
+// processes (OpenReadOnly does not), which is what lets the process keep
+// state derived from it in memory (the token cache). The stores a process
+// opens on one file share its connections. Several latchkey processes share
+// a PostgreSQL store instead.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty path")
@@ -51,18 +52,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 	}
-	f, err := acquire(path)
+	f, err := acquire(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	s, err := open(ctx, path, false)
-	if err != nil {
-		f.release()
-		return nil, err
-	}
-	s.file = f
-	s.UseTokenCache(f.tokens)
-	return s, nil
+	return &Store{DB: f.db, file: f}, nil
 }
 
 // OpenReadOnly opens the database file at path for reading, beside the
@@ -141,15 +135,15 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the pools, and the file's lock with the last store of the
-// process on it.
+// Close closes the store; the last store of the process on its file closes
+// the connections and the file's lock.
 func (s *Store) Close() error {
-	err := s.DB.Close()
-	if s.file != nil {
-		s.file.release()
-		s.file = nil
+	if s.file == nil {
+		return s.DB.Close()
 	}
-	return err
+	f := s.file
+	s.file = nil
+	return f.release()
 }
 
 // translate maps SQLite constraint violations to store.ErrConflict.
