@@ -88,7 +88,10 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	rec := events.NewRecorder()
 	rec.Now = now
 	rec.Proxies = events.ParseProxies(cfg.Events.TrustedProxies)
-	eventLog := &events.GroupCommit{Store: st}
+	var eventLog events.Appender = &events.GroupCommit{Store: st}
+	if l, ok := st.(store.EventLogger); ok && l.EventLog() != nil {
+		eventLog = l.EventLog()
+	}
 	clients := &clientauth.CachedClients{Source: st, TTL: clientCacheTTL, Now: now}
 	s.clients = &clientauth.Authenticator{
 		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now,

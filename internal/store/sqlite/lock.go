@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,10 +15,11 @@ import (
 // openFile is a database file this process has open: its lock against
 // other processes and what the stores opened on it share.
 type openFile struct {
-	key  string
-	lock *os.File
-	db   *sqlstore.DB
-	refs int
+	key    string
+	lock   *os.File
+	db     *sqlstore.DB
+	events *eventLog // nil without the lock: the log is one process's
+	refs   int
 }
 
 var errNoLocks = errors.New("no file locks on this platform")
@@ -56,10 +58,15 @@ func acquire(ctx context.Context, path string) (*openFile, error) {
 		lock.Close()
 		return nil, err
 	}
+	f := &openFile{key: key, lock: lock, db: s.DB, refs: 1}
 	if locked {
 		s.UseTokenCache(sqlstore.NewTokenCache())
+		if f.events, err = openEventLog(ctx, key+"-events", s.DB, slog.Default()); err != nil {
+			s.DB.Close()
+			lock.Close()
+			return nil, err
+		}
 	}
-	f := &openFile{key: key, lock: lock, db: s.DB, refs: 1}
 	files[key] = f
 	return f, nil
 }
@@ -73,7 +80,11 @@ func (f *openFile) release() error {
 		return nil
 	}
 	delete(files, f.key)
-	err := f.db.Close()
+	var err error
+	if f.events != nil {
+		err = f.events.Close() // indexes what is left: before the connections close
+	}
+	err = errors.Join(err, f.db.Close())
 	f.lock.Close() // closing the descriptor releases the lock
 	return err
 }

@@ -135,6 +135,41 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	return s, nil
 }
 
+// EventLog is the append-only log that events recorded outside a
+// transaction go to: durable once written (as a commit with
+// synchronous=NORMAL), indexed into the events table behind, in large
+// batches, so that an answered request's event costs one shared write
+// instead of a commit into eight b-trees. Nil for a read-only store.
+func (s *Store) EventLog() store.EventAppender {
+	if s.file == nil || s.file.events == nil {
+		return nil
+	}
+	return s.file.events
+}
+
+// SearchEvents searches the events table once every logged event is in it.
+func (s *Store) SearchEvents(ctx context.Context, f store.EventFilter, offset, limit int) ([]store.Event, error) {
+	if err := s.flushEvents(ctx); err != nil {
+		return nil, err
+	}
+	return s.DB.SearchEvents(ctx, f, offset, limit)
+}
+
+// CountEvents counts in the events table once every logged event is in it.
+func (s *Store) CountEvents(ctx context.Context, f store.EventFilter, max int) (int, error) {
+	if err := s.flushEvents(ctx); err != nil {
+		return 0, err
+	}
+	return s.DB.CountEvents(ctx, f, max)
+}
+
+func (s *Store) flushEvents(ctx context.Context) error {
+	if s.file == nil || s.file.events == nil {
+		return nil
+	}
+	return s.file.events.Flush(ctx)
+}
+
 // Close closes the store; the last store of the process on its file closes
 // the connections and the file's lock.
 func (s *Store) Close() error {
