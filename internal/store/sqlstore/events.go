@@ -44,17 +44,20 @@ func eventWhere(f store.EventFilter) (string, []any) {
 	conds := []string{"kind = ?"}
 	args := []any{f.Kind}
 	add := func(cond string, a ...any) { conds = append(conds, cond); args = append(args, a...) }
+	// The user, transaction and agent indexes leave out events with an
+	// empty value: a search on one names that condition, so that the
+	// planner (and SQLite's INDEXED BY) may use the partial index.
 	if f.UserID != "" {
-		add("user_id_lower = ?", strings.ToLower(f.UserID))
+		add("user_id_lower = ? AND user_id_lower <> ''", strings.ToLower(f.UserID))
 	}
 	if f.ClientID != "" {
 		add("client_id = ?", f.ClientID)
 	}
 	if f.TransactionID != "" {
-		add("transaction_id = ?", f.TransactionID)
+		add("transaction_id = ? AND transaction_id <> ''", f.TransactionID)
 	}
 	if f.AgentUser != "" {
-		add("agent_user = ?", f.AgentUser)
+		add("agent_user = ? AND agent_user <> ''", f.AgentUser)
 	}
 	if len(f.Types) > 0 {
 		add("type IN (?"+strings.Repeat(", ?", len(f.Types)-1)+")", anys(f.Types)...)
