@@ -17,7 +17,7 @@ import (
 type openFile struct {
 	key    string
 	lock   *os.File
-	db     *sqlstore.DB
+	owner  *Store    // the store whose connections the process's stores of the file use
 	events *eventLog // nil without the lock: the log is one process's
 	refs   int
 }
@@ -58,11 +58,11 @@ func acquire(ctx context.Context, path string) (*openFile, error) {
 		lock.Close()
 		return nil, err
 	}
-	f := &openFile{key: key, lock: lock, db: s.DB, refs: 1}
+	f := &openFile{key: key, lock: lock, owner: s, refs: 1}
 	if locked {
 		s.UseTokenCache(sqlstore.NewTokenCache())
 		if f.events, err = openEventLog(ctx, key+"-events", s.DB, slog.Default()); err != nil {
-			s.DB.Close()
+			s.closeConns()
 			lock.Close()
 			return nil, err
 		}
@@ -84,7 +84,7 @@ func (f *openFile) release() error {
 	if f.events != nil {
 		err = f.events.Close() // indexes what is left: before the connections close
 	}
-	err = errors.Join(err, f.db.Close())
+	err = errors.Join(err, f.owner.closeConns())
 	f.lock.Close() // closing the descriptor releases the lock
 	return err
 }

@@ -34,7 +34,8 @@ func Migrations() ([]sqlstore.Migration, error) {
 // Store is the SQLite backend.
 type Store struct {
 	*sqlstore.DB
-	file *openFile // nil for OpenReadOnly
+	file         *openFile     // nil for OpenReadOnly
+	checkpointer *checkpointer // of the store that owns the connections
 }
 
 // Open opens (creating when needed) the database file at path and applies
@@ -56,7 +57,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{DB: f.db, file: f}, nil
+	return &Store{DB: f.owner.DB, file: f}, nil
 }
 
 // OpenReadOnly opens the database file at path for reading, beside the
@@ -100,7 +101,10 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 		}
 		return s, nil
 	}
-	writeDSN := "file:" + path + "?" + pragmas.Encode() + "&_txlock=immediate"
+	// The writer checkpoints only as a backstop; see checkpointer.
+	writePragmas := url.Values{"_pragma": append([]string{fmt.Sprintf("wal_autocheckpoint(%d)", writerAutoCheckpoint)},
+		pragmas["_pragma"]...)}
+	writeDSN := "file:" + path + "?" + writePragmas.Encode() + "&_txlock=immediate"
 	write, err := sql.Open("sqlite", writeDSN)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -132,6 +136,12 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	ck, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode())
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	s.checkpointer = startCheckpointer(ck)
 	return s, nil
 }
 
@@ -174,11 +184,20 @@ func (s *Store) flushEvents(ctx context.Context) error {
 // the connections and the file's lock.
 func (s *Store) Close() error {
 	if s.file == nil {
-		return s.DB.Close()
+		return s.closeConns()
 	}
 	f := s.file
 	s.file = nil
 	return f.release()
+}
+
+// closeConns stops the checkpointer and closes the pools.
+func (s *Store) closeConns() error {
+	var err error
+	if s.checkpointer != nil {
+		err = s.checkpointer.stop()
+	}
+	return errors.Join(err, s.DB.Close())
 }
 
 // translate maps SQLite constraint violations to store.ErrConflict.

@@ -120,3 +120,36 @@ func TestOpenLocksTheFileToOneProcess(t *testing.T) {
 		t.Fatalf("after the last Close the child should have opened the file: %s", out)
 	}
 }
+
+// TestCheckpointerCopiesTheWAL: committed pages reach the database file
+// without the writer checkpointing (its threshold is far off), so commits
+// never wait for a checkpoint's fsyncs.
+func TestCheckpointerCopiesTheWAL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	st, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	es := make([]store.Event, 2000)
+	for i := range es {
+		es[i] = store.Event{ID: fmt.Sprintf("0190a5c4-0000-7000-8000-%012d", i), Kind: store.EventOAuth, Type: "T",
+			UserAgent: strings.Repeat("x", 500), Occurred: time.UnixMilli(int64(i))}
+	}
+	if err := st.AppendEvents(context.Background(), es...); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * checkpointInterval); size() < before+1<<20; time.Sleep(checkpointInterval / 4) {
+		if time.Now().After(deadline) {
+			t.Fatalf("database file still %d bytes (was %d): the WAL was not checkpointed", size(), before)
+		}
+	}
+}
