@@ -117,24 +117,39 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		var profiled chan error
 		if debugBase != "" {
 			profiled = make(chan error, 1)
-			go func() { profiled <- fetchProfile(ctx, debugBase, sc.Name, *profileDir, *dur) }()
+			go func() { profiled <- fetchProfile(ctx, debugBase, sc.Name, *profileDir, 2**dur) }() // its slices and the ceiling's
 		}
-		cpu0 := cpuSeconds(serverPID)
-		reqs, errs, lat, elapsed := bench.Load(ctx, client, *conns, *dur, step)
-		cpu := cpuSeconds(serverPID) - cpu0
+		ceil, err := startCeiling(ctx, *conns, size)
+		if err != nil {
+			return err
+		}
+		// The scenario and the ceiling take turns in short slices, so that
+		// both see the same machine: on a shared VM its speed drifts by
+		// tens of percent within a minute.
+		var reqs, errs, ceilReqs int64
+		var lat []time.Duration
+		var elapsed, ceilElapsed time.Duration
+		var cpu float64
+		n := benchRounds(*dur)
+		for range n {
+			cpu0 := cpuSeconds(serverPID)
+			rq, e, l, el := bench.Load(ctx, client, *conns, *dur/time.Duration(n), step)
+			cpu += cpuSeconds(serverPID) - cpu0
+			reqs, errs, lat, elapsed = reqs+rq, errs+e, append(lat, l...), elapsed+el
+			crq, cel := ceil.load(ctx, *dur/time.Duration(n))
+			ceilReqs, ceilElapsed = ceilReqs+crq, ceilElapsed+cel
+		}
+		ceil.stop()
 		if profiled != nil {
 			if err := <-profiled; err != nil {
 				return err
 			}
 		}
 		r := bench.Result{Name: sc.Name, Description: sc.Description, Requests: reqs, Errors: errs, Duration: elapsed,
-			BodyBytes: size, CPUPer1000: math.NaN()}
+			BodyBytes: size, CPUPer1000: math.NaN(), CeilingRPS: float64(ceilReqs) / ceilElapsed.Seconds()}
 		r.P50, r.P90, r.P99, r.Max = bench.Percentiles(lat)
 		if serverPID != 0 && reqs > 0 {
 			r.CPUPer1000 = cpu / float64(reqs) * 1000
-		}
-		if r.CeilingRPS, err = ceiling(ctx, *conns, *dur, size); err != nil {
-			return err
 		}
 		results = append(results, r)
 	}
@@ -191,27 +206,39 @@ func printResults(w io.Writer, results []bench.Result) {
 	}
 }
 
-// ceiling runs the same load against the bare handler in a child process.
-func ceiling(ctx context.Context, conns int, d time.Duration, size int) (float64, error) {
+// benchRounds is how many slices a scenario's load time is cut into, each
+// followed by as long a slice against the ceiling: about one per 2 s.
+func benchRounds(d time.Duration) int { return int(min(max(d/(2*time.Second), 1), 10)) }
+
+// ceilingServer is the bare handler in a child process, and its client.
+type ceilingServer struct {
+	cmd    *exec.Cmd
+	client *http.Client
+	conns  int
+	step   bench.Step
+}
+
+// startCeiling starts the bare handler answering size bytes and warms it up.
+func startCeiling(ctx context.Context, conns, size int) (*ceilingServer, error) {
 	addr, err := freeAddr()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	cmd, err := startChild(ctx, []string{"bench-ceiling", "--listen", addr, "--size", strconv.Itoa(size)})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer stopChild(cmd)
 	url := "http://" + addr + "/"
 	if err := waitHTTP(ctx, url); err != nil {
-		return 0, err
+		stopChild(cmd)
+		return nil, err
 	}
-	c := bench.NewClient(conns)
-	step := func(ctx context.Context, c *http.Client) (int, error) {
+	c := &ceilingServer{cmd: cmd, client: bench.NewClient(conns), conns: conns}
+	c.step = func(ctx context.Context, hc *http.Client) (int, error) {
 		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader("grant_type=client_credentials&scope=read"))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.SetBasicAuth("bench-cc", "x")
-		resp, err := c.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			return 1, err
 		}
@@ -219,10 +246,17 @@ func ceiling(ctx context.Context, conns int, d time.Duration, size int) (float64
 		resp.Body.Close()
 		return 1, err
 	}
-	bench.Load(ctx, c, conns, d/10, step)
-	reqs, _, _, elapsed := bench.Load(ctx, c, conns, d, step)
-	return float64(reqs) / elapsed.Seconds(), nil
+	c.load(ctx, 500*time.Millisecond) // warm up
+	return c, nil
 }
+
+// load runs the same closed-loop load against the bare handler for d.
+func (c *ceilingServer) load(ctx context.Context, d time.Duration) (int64, time.Duration) {
+	reqs, _, _, elapsed := bench.Load(ctx, c.client, c.conns, d, c.step)
+	return reqs, elapsed
+}
+
+func (c *ceilingServer) stop() { stopChild(c.cmd) }
 
 // ceilingCmd is the hidden `latchkey bench-ceiling`: a bare net/http server
 // with latchkey's server settings answering a JSON body of --size bytes.
