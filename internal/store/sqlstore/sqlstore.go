@@ -10,6 +10,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strconv"
@@ -299,14 +300,32 @@ func (t txStatement) QueryRowContext(ctx context.Context, args ...any) *sql.Row 
 	return t.tx.QueryRowContext(ctx, t.q, args...)
 }
 
-func (db *DB) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	st, done, err := db.stmt(ctx, db.sql(q), len(args), true)
-	if err != nil {
-		return nil, db.d.Translate(err)
+func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, err error) {
+	for attempt := 0; ; attempt++ {
+		st, done, err := db.stmt(ctx, db.sql(q), len(args), true)
+		if err != nil {
+			return nil, db.d.Translate(err)
+		}
+		res, err = st.ExecContext(ctx, args...)
+		done()
+		if !db.retryBadConn(ctx, err, attempt) {
+			return res, db.d.Translate(err)
+		}
 	}
-	defer done()
-	res, err := st.ExecContext(ctx, args...)
-	return res, db.d.Translate(err)
+}
+
+// maxBadConnRetries bounds retryBadConn.
+const maxBadConnRetries = 10
+
+// retryBadConn tells whether a statement that failed with err may run again:
+// outside a transaction, when the driver reported a bad connection. A
+// driver says so only when the statement did not run (database/sql/driver's
+// ErrBadConn), and database/sql retries only twice on pooled connections:
+// pgx closes the connection of a canceled query asynchronously, so after a
+// burst of clients going away more pooled connections than that can be
+// closing, and a live request would fail with "driver: bad connection".
+func (db *DB) retryBadConn(ctx context.Context, err error, attempt int) bool {
+	return db.tx == nil && attempt < maxBadConnRetries && errors.Is(err, driver.ErrBadConn) && ctx.Err() == nil
 }
 
 // row is a single-row result whose statement is released after Scan.
@@ -325,11 +344,18 @@ func (r *row) Scan(dest ...any) error {
 }
 
 func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row {
-	st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
-	if err != nil {
-		return &row{err: err, done: done}
+	for attempt := 0; ; attempt++ {
+		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
+		if err != nil {
+			return &row{err: err, done: done}
+		}
+		r := st.QueryRowContext(ctx, args...)
+		if db.retryBadConn(ctx, r.Err(), attempt) {
+			done()
+			continue
+		}
+		return &row{r: r, done: done}
 	}
-	return &row{r: st.QueryRowContext(ctx, args...), done: done}
 }
 
 // queryRow reads through the transaction when there is one, else the read pool.
@@ -351,16 +377,20 @@ type rows struct {
 func (r *rows) Close() error { defer r.done(); return r.Rows.Close() }
 
 func (db *DB) query(ctx context.Context, q string, args ...any) (*rows, error) {
-	st, done, err := db.stmt(ctx, db.sql(q), len(args), false)
-	if err != nil {
-		return nil, db.d.Translate(err)
-	}
-	rs, err := st.QueryContext(ctx, args...)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		st, done, err := db.stmt(ctx, db.sql(q), len(args), false)
+		if err != nil {
+			return nil, db.d.Translate(err)
+		}
+		rs, err := st.QueryContext(ctx, args...)
+		if err == nil {
+			return &rows{Rows: rs, done: done}, nil
+		}
 		done()
-		return nil, db.d.Translate(err)
+		if !db.retryBadConn(ctx, err, attempt) {
+			return nil, db.d.Translate(err)
+		}
 	}
-	return &rows{Rows: rs, done: done}, nil
 }
 
 // scanErr maps sql.ErrNoRows to store.ErrNotFound.
