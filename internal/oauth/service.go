@@ -185,7 +185,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		g = *is.grant
 	} else {
 		g = store.Grant{
-			ID:        token.Random(16),
+			ID:        token.OrderedID(now),
 			ClientID:  is.client.ID,
 			Subject:   is.subject,
 			Scopes:    is.scopes,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func testHasher(t testing.TB) *Hasher {
@@ -98,5 +99,25 @@ func BenchmarkHashOf(b *testing.B) {
 	v, _ := h.Mint(AccessToken)
 	for b.Loop() {
 		h.HashOf(AccessToken, v)
+	}
+}
+
+func TestOrderedID(t *testing.T) {
+	t0 := time.UnixMilli(1_790_000_000_000)
+	seen := map[string]bool{}
+	prev := ""
+	for i := range 1000 {
+		id := OrderedID(t0.Add(time.Duration(i/10) * time.Millisecond))
+		if len(id) != 26 {
+			t.Fatalf("%q: %d characters", id, len(id))
+		}
+		if seen[id] {
+			t.Fatalf("%q twice", id)
+		}
+		seen[id] = true
+		if i%10 == 0 && id < prev {
+			t.Fatalf("%q sorts before %q of an earlier millisecond", id, prev)
+		}
+		prev = id
 	}
 }
