@@ -45,6 +45,14 @@ func TestCanceledQueriesLeaveNoBadConnection(t *testing.T) {
 					err = fmt.Errorf("count: %w", err)
 				} else if _, err = s.SearchEvents(qctx, f, 0, 20); err != nil {
 					err = fmt.Errorf("search: %w", err)
+				} else if err = s.Tx(qctx, func(tx store.Store) error {
+					if _, err := tx.CountEvents(qctx, f, 100); err != nil {
+						return err
+					}
+					return tx.AppendEvents(qctx, store.Event{ID: fmt.Sprintf("tx-%d-%d", g, rand.Int64()), Kind: store.EventOAuth,
+						Type: "T", Occurred: time.Now()})
+				}); err != nil {
+					err = fmt.Errorf("tx: %w", err)
 				}
 				if err != nil && qctx.Err() == nil {
 					failed.Add(1)

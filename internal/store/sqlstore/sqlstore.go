@@ -142,6 +142,9 @@ func (db *DB) Tx(ctx context.Context, fn func(store.Store) error) (err error) {
 		return db.shared.batch.run(ctx, db, fn)
 	}
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
+	for attempt := 0; db.retryBadConn(ctx, err, attempt); attempt++ {
+		tx, err = db.write.BeginTx(ctx, db.d.TxOptions) // see retryBadConn
+	}
 	if err != nil {
 		return db.d.Translate(err)
 	}
@@ -317,7 +320,8 @@ func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, 
 // maxBadConnRetries bounds retryBadConn.
 const maxBadConnRetries = 10
 
-// retryBadConn tells whether a statement that failed with err may run again:
+// retryBadConn tells whether a statement (or a BEGIN) that failed with err
+// may run again:
 // outside a transaction, when the driver reported a bad connection. A
 // driver says so only when the statement did not run (database/sql/driver's
 // ErrBadConn), and database/sql retries only twice on pooled connections:
