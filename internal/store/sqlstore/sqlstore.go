@@ -321,8 +321,8 @@ func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, 
 const maxBadConnRetries = 10
 
 // retryBadConn tells whether a statement (or a BEGIN) that failed with err
-// may run again:
-// outside a transaction, when the driver reported a bad connection. A
+// may run again: outside a transaction, when the driver reported a bad
+// connection. A
 // driver says so only when the statement did not run (database/sql/driver's
 // ErrBadConn), and database/sql retries only twice on pooled connections:
 // pgx closes the connection of a canceled query asynchronously, so after a
