@@ -23,9 +23,10 @@ type Result struct {
 	Duration    time.Duration
 	P50, P90    time.Duration
 	P99, Max    time.Duration
-	CPUPer1000  float64 // server CPU seconds per 1,000 requests (NaN when unknown)
-	CeilingRPS  float64 // the bare handler's requests/s under the same load
-	BodyBytes   int     // typical answer size (the ceiling answers as much)
+	CPUPer1000  float64       // server CPU seconds per 1,000 requests (NaN when unknown)
+	CeilingRPS  float64       // the bare handler's requests/s under the same load
+	CeilingP99  time.Duration // and its 99th percentile latency
+	BodyBytes   int           // typical answer size (the ceiling answers as much)
 	Description string
 }
 
