@@ -461,8 +461,11 @@ func (l *eventLog) compact() {
 // while appends go on: it indexes at least what was appended before it.
 func (l *eventLog) Flush(ctx context.Context) error {
 	l.pmu.Lock()
-	target := l.written
+	target, done := l.written, l.indexed >= l.written
 	l.pmu.Unlock()
+	if done {
+		return nil // nothing to index: no wait for an index run of later events
+	}
 	select {
 	case l.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -470,7 +473,7 @@ func (l *eventLog) Flush(ctx context.Context) error {
 	}
 	defer func() { <-l.sem }()
 	l.pmu.Lock()
-	done := l.indexed >= target // a concurrent Flush or the indexer did it
+	done = l.indexed >= target // a concurrent Flush or the indexer did it
 	l.pmu.Unlock()
 	if done {
 		return nil
