@@ -7,10 +7,9 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// Appender is where events go: a store, a transaction, or a GroupCommit.
-type Appender interface {
-	AppendEvents(ctx context.Context, es ...store.Event) error
-}
+// Appender is where events go: a store, a transaction, a GroupCommit or a
+// store's event log.
+type Appender = store.EventAppender
 
 // GroupCommit appends the events that concurrent requests record outside a
 // transaction of their own (introspection results, failed logins, refused

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -247,6 +248,17 @@ const (
 	EventPerson = "person"
 )
 
+// CheckEventKinds refuses events of any other kind: retention finds events
+// by kind, so none may escape it.
+func CheckEventKinds(es []Event) error {
+	for _, e := range es {
+		if e.Kind != EventOAuth && e.Kind != EventPerson {
+			return fmt.Errorf("store: event kind %q", e.Kind)
+		}
+	}
+	return nil
+}
+
 // Event is one recorded event (OAuth event record or person event record).
 type Event struct {
 	ID            string // UUID
@@ -293,7 +305,7 @@ type EventAppender interface {
 
 // Events is the append-only event store.
 type Events interface {
-	AppendEvents(ctx context.Context, es ...Event) error
+	EventAppender
 	// SearchEvents returns events matching f, latest first (ties by ID,
 	// descending), skipping offset and returning at most limit.
 	SearchEvents(ctx context.Context, f EventFilter, offset, limit int) ([]Event, error)

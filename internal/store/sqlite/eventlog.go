@@ -193,10 +193,8 @@ func indexEvents(ctx context.Context, db *sqlstore.DB, es []store.Event) error {
 // the next write carries everything queued. Events of unknown kinds are
 // refused before anything is written.
 func (l *eventLog) AppendEvents(ctx context.Context, es ...store.Event) error {
-	for _, e := range es {
-		if e.Kind != store.EventOAuth && e.Kind != store.EventPerson {
-			return fmt.Errorf("sqlite: event kind %q", e.Kind) // retention finds events by kind
-		}
+	if err := store.CheckEventKinds(es); err != nil {
+		return err
 	}
 	if len(es) == 0 {
 		return nil

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -132,42 +131,4 @@ func (db *DB) DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (i
 		return 0, err
 	}
 	return affected(res)
-}
-
-// IndexEvents inserts events as AppendEvents does, many rows per statement,
-// but skips those whose id is already there: SQLite's event log indexes its
-// records behind the callers, and its replay after a crash may carry events
-// that were indexed before the crash.
-func (db *DB) IndexEvents(ctx context.Context, es ...store.Event) error {
-	const cols = `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
-			person_id, client_ip, user_agent, agent_user, partition_id, context, occurred) VALUES `
-	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	for _, e := range es {
-		if e.Kind != store.EventOAuth && e.Kind != store.EventPerson {
-			return fmt.Errorf("sqlstore: event kind %q", e.Kind) // retention finds events by kind
-		}
-	}
-	var b strings.Builder
-	var all []any
-	for len(es) > 0 {
-		n := min(len(es), eventBatch)
-		b.Reset()
-		b.WriteString(cols)
-		all = all[:0]
-		for i, e := range es[:n] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(row)
-			all = append(all, e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID,
-				lower(e.UserID), e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context),
-				e.Occurred.UnixMilli())
-		}
-		b.WriteString(" ON CONFLICT (id) DO NOTHING")
-		if _, err := db.exec(ctx, b.String(), all...); err != nil {
-			return err
-		}
-		es = es[n:]
-	}
-	return nil
 }

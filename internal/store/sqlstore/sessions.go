@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -167,32 +166,47 @@ const eventBatch = 500
 
 // AppendEvents appends events, many rows per statement.
 func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
+	// In a transaction (or for one event), one prepared statement per row:
+	// no SQL text to parse.
+	return db.insertEvents(ctx, es, "", db.d.InProcess && (db.inTx || len(es) == 1))
+}
+
+// IndexEvents inserts events as AppendEvents does but skips those whose id
+// is already there: SQLite's event log indexes its records behind the
+// callers, and its replay after a crash may carry events that were indexed
+// before the crash.
+func (db *DB) IndexEvents(ctx context.Context, es ...store.Event) error {
+	return db.insertEvents(ctx, es, " ON CONFLICT (id) DO NOTHING", false)
+}
+
+// insertEvents inserts es, one row per statement or many, each statement
+// ending in suffix.
+func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string, perRow bool) error {
 	const cols = `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
 			person_id, client_ip, user_agent, agent_user, partition_id, context, occurred) VALUES `
 	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	if err := store.CheckEventKinds(es); err != nil {
+		return err
+	}
 	args := func(e store.Event) []any {
 		return []any{e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
 			e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context), e.Occurred.UnixMilli()}
 	}
-	for _, e := range es {
-		if e.Kind != store.EventOAuth && e.Kind != store.EventPerson {
-			return fmt.Errorf("sqlstore: event kind %q", e.Kind) // retention finds events by kind
-		}
-	}
-	if db.d.InProcess && (db.inTx || len(es) == 1) {
-		// One prepared statement, run per row: no SQL text to parse.
+	if perRow {
 		for _, e := range es {
-			if _, err := db.exec(ctx, cols+row, args(e)...); err != nil {
+			if _, err := db.exec(ctx, cols+row+suffix, args(e)...); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+	var b strings.Builder
+	var all []any
 	for len(es) > 0 {
 		n := min(len(es), eventBatch)
-		var b strings.Builder
+		b.Reset()
 		b.WriteString(cols)
-		all := make([]any, 0, n*16)
+		all = all[:0]
 		for i, e := range es[:n] {
 			if i > 0 {
 				b.WriteString(", ")
@@ -200,6 +214,7 @@ func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
 			b.WriteString(row)
 			all = append(all, args(e)...)
 		}
+		b.WriteString(suffix)
 		if _, err := db.exec(ctx, b.String(), all...); err != nil {
 			return err
 		}
