@@ -136,10 +136,11 @@ type issue struct {
 	refresh   bool // issue a refresh token
 	grant     *store.Grant
 	requested []string // scopes the request named, to decide whether to echo scope
-	// configured is the scope configuration of scopes when it was read
-	// before the transaction (nil: mint reads it), so that the group
-	// commit's single writer does not wait for that read.
+	// configured is the scope configuration of scopes when scopesRead: read
+	// before the transaction, so that the group commit's single writer does
+	// not wait for that read.
 	configured []store.Scope
+	scopesRead bool
 }
 
 // mint writes the grant and tokens of is through st (a transaction) and
@@ -207,7 +208,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		}
 	}
 	configured := is.configured
-	if configured == nil || s.Details.AccessHook.Enabled() { // the hook may have narrowed the scopes
+	if !is.scopesRead || s.Details.AccessHook.Enabled() { // the hook may have narrowed the scopes
 		var err error
 		if configured, err = st.GetScopes(ctx, is.scopes); err != nil {
 			return nil, g, err

@@ -78,14 +78,11 @@ func (s *Service) clientCredentials(r *http.Request, client store.Client, form m
 			if err != nil {
 				return nil, err
 			}
-			if configured == nil {
-				configured = []store.Scope{} // read: none of them is configured
-			}
 			var resp *TokenResponse
 			err = s.Store.Tx(ctx, func(tx store.Store) error {
 				var err error
 				resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-					configured: configured})
+					configured: configured, scopesRead: true})
 				if err != nil {
 					return err
 				}

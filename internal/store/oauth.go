@@ -157,7 +157,8 @@ type Tokens interface {
 	CreateToken(ctx context.Context, t Token) error
 	GetToken(ctx context.Context, hash []byte) (Token, error)
 	// GetTokenGrant returns a token and its grant; ErrNotFound when the
-	// token is unknown.
+	// token is unknown. The answer may be shared with other callers (a
+	// store may cache it): its slices must not be modified.
 	GetTokenGrant(ctx context.Context, hash []byte) (Token, Grant, error)
 	// RevokeToken marks one token revoked at now (idempotent); ErrNotFound when unknown.
 	RevokeToken(ctx context.Context, hash []byte, now time.Time) error

@@ -322,12 +322,12 @@ const maxBadConnRetries = 10
 
 // retryBadConn tells whether a statement (or a BEGIN) that failed with err
 // may run again: outside a transaction, when the driver reported a bad
-// connection. A
-// driver says so only when the statement did not run (database/sql/driver's
-// ErrBadConn), and database/sql retries only twice on pooled connections:
-// pgx closes the connection of a canceled query asynchronously, so after a
-// burst of clients going away more pooled connections than that can be
-// closing, and a live request would fail with "driver: bad connection".
+// connection. A driver says so only when the statement did not run
+// (database/sql/driver's ErrBadConn), and database/sql retries only twice
+// on pooled connections: pgx closes the connection of a canceled query
+// asynchronously, so after a burst of clients going away more pooled
+// connections than that can be closing, and a live request would fail with
+// "driver: bad connection".
 func (db *DB) retryBadConn(ctx context.Context, err error, attempt int) bool {
 	return db.tx == nil && attempt < maxBadConnRetries && errors.Is(err, driver.ErrBadConn) && ctx.Err() == nil
 }
