@@ -87,14 +87,17 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 		"temp_store(MEMORY)", "cache_size(-16384)"} {
 		pragmas.Add("_pragma", p)
 	}
+	readPragmas := url.Values{"_pragma": append([]string{"query_only(ON)"}, pragmas["_pragma"]...)}
+	read, err := sql.Open("sqlite", "file:"+path+"?"+readPragmas.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	n := max(4, runtime.NumCPU()*2)
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
+	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, IndexHints: true, Translate: translate, Migrations: ms}
 	if readOnly {
-		pragmas.Add("_pragma", "query_only(ON)")
-		read, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode())
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: %w", err)
-		}
-		s := &Store{DB: sqlstore.New(&sqlstore.Dialect{Name: "sqlite", InProcess: true, IndexHints: true,
-			Translate: translate, Migrations: ms}, read, read)}
+		s := &Store{DB: sqlstore.New(d, read, read)}
 		if err := s.Ping(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -104,9 +107,9 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	// The writer checkpoints only as a backstop; see checkpointer.
 	writePragmas := url.Values{"_pragma": append([]string{fmt.Sprintf("wal_autocheckpoint(%d)", writerAutoCheckpoint)},
 		pragmas["_pragma"]...)}
-	writeDSN := "file:" + path + "?" + writePragmas.Encode() + "&_txlock=immediate"
-	write, err := sql.Open("sqlite", writeDSN)
+	write, err := sql.Open("sqlite", "file:"+path+"?"+writePragmas.Encode()+"&_txlock=immediate")
 	if err != nil {
+		read.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	// One writer: SQLite serialises writers anyway, and a single connection
@@ -115,18 +118,7 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 
-	pragmas.Add("_pragma", "query_only(ON)")
-	read, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode())
-	if err != nil {
-		write.Close()
-		return nil, fmt.Errorf("sqlite: %w", err)
-	}
-	n := max(4, runtime.NumCPU()*2)
-	read.SetMaxOpenConns(n)
-	read.SetMaxIdleConns(n)
-
-	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, GroupCommit: true, IndexHints: true, Translate: translate,
-		Migrations: ms}
+	d.GroupCommit = true // the single writer's callers share its commits
 	s := &Store{DB: sqlstore.New(d, write, read)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
@@ -149,7 +141,8 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 // transaction go to: durable once written (as a commit with
 // synchronous=NORMAL), indexed into the events table behind, in large
 // batches, so that an answered request's event costs one shared write
-// instead of a commit into eight b-trees. Nil for a read-only store.
+// instead of a commit into the events table and its indexes. Nil for a
+// read-only store.
 func (s *Store) EventLog() store.EventAppender {
 	if s.file == nil || s.file.events == nil {
 		return nil
