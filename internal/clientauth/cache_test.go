@@ -25,7 +25,7 @@ func (s *countingSource) GetClient(_ context.Context, id string) (store.Client, 
 
 func TestCachedClients(t *testing.T) {
 	src := &countingSource{clients: map[string]store.Client{"a": {ID: "a", Name: "A"}}}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := time.Now()
 	cc := &CachedClients{Source: src, TTL: 5 * time.Second, Now: func() time.Time { return now }}
 	ctx := context.Background()
 	for range 3 {

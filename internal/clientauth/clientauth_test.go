@@ -29,7 +29,7 @@ import (
 const issuer = "https://id.example.com"
 const endpoint = issuer + "/oauth/token"
 
-var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+var now = time.Now().Truncate(time.Second)
 
 type fakeStore struct {
 	clients map[string]store.Client

@@ -26,7 +26,8 @@ func newService(t *testing.T) (*Service, store.Store, *clock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c := &clock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
+	// From now, at the start of a throttle window, so the test stays in one.
+	c := &clock{t: time.Now().UTC().Truncate(ThrottleWindow).Add(time.Second)}
 	rec := events.NewRecorder()
 	rec.Now = c.now
 	s, err := New(st, rec, c.now)

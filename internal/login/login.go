@@ -261,8 +261,10 @@ func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, person stor
 	if err := p.Store.CreateSession(r.Context(), s); err != nil {
 		return store.Session{}, err
 	}
+	// Max-Age, not Expires: a lifetime relative to the browser's clock stays
+	// right whatever our clock says (an injected one, or a skewed host).
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", HttpOnly: true, Secure: p.Secure,
-		SameSite: http.SameSiteLaxMode, Expires: s.ExpiresAt})
+		SameSite: http.SameSiteLaxMode, MaxAge: int(p.sessionLifetime() / time.Second)})
 	return s, nil
 }
 

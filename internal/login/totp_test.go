@@ -26,7 +26,7 @@ var secret = []byte("12345678901234567890")
 func totpServer(t *testing.T, backend string, withSecret bool) *servertest.Server {
 	t.Helper()
 	no := false
-	clock := servertest.NewClock(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	clock := servertest.NewClock()
 	s := servertest.Start(t, &config.Config{
 		Clients: []config.Client{{ClientID: "web", ClientSecret: "web-secret-web-secret", RedirectURIs: []string{cb},
 			Scopes: []string{"vault", "profile"}, ConsentRequired: &no}},

@@ -205,7 +205,7 @@ func TestDevicePolling(t *testing.T) {
 func forEachBackend2(t *testing.T, fn func(t *testing.T, s *servertest.Server)) {
 	for _, backend := range servertest.Backends {
 		t.Run(backend, func(t *testing.T) {
-			fn(t, servertest.Start(t, deviceConfig(), servertest.Options{Backend: backend, Clock: servertest.NewClock(time.Now())}))
+			fn(t, servertest.Start(t, deviceConfig(), servertest.Options{Backend: backend, Clock: servertest.NewClock()}))
 		})
 	}
 }
@@ -239,7 +239,7 @@ func TestInAppApprovalRefusals(t *testing.T) {
 }
 
 func TestConcurrentPollsIssueOnce(t *testing.T) {
-	clock := servertest.NewClock(time.Now())
+	clock := servertest.NewClock()
 	for _, backend := range servertest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			s := servertest.Start(t, deviceConfig(), servertest.Options{Backend: backend, Clock: clock})
@@ -282,7 +282,7 @@ func TestConcurrentPollsIssueOnce(t *testing.T) {
 // 200 random wrong codes are refused, then throttled; after the window the
 // right code still works for its owner.
 func TestWrongUserCodesAreThrottled(t *testing.T) {
-	clock := servertest.NewClock(time.Now())
+	clock := servertest.NewClock()
 	s := servertest.Start(t, deviceConfig(), servertest.Options{Clock: clock})
 	d := deviceAuth(t, s, "tv", "read")
 	b := s.Browser()

@@ -303,7 +303,7 @@ func TestCodeReuseRevokesWhatItIssued(t *testing.T) {
 }
 
 func TestCodeExpires(t *testing.T) {
-	clock := servertest.NewClock(time.Now())
+	clock := servertest.NewClock()
 	s := servertest.Start(t, testConfig(), servertest.Options{Clock: clock})
 	b := browser(t, s)
 	code, verifier := codeFor(t, s, b, oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader))

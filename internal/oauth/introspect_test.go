@@ -118,7 +118,7 @@ func forEachBackendWith(t *testing.T, cfg func() *config.Config, fn func(t *test
 }
 
 func TestIntrospectionInactive(t *testing.T) {
-	clock := servertest.NewClock(time.Now())
+	clock := servertest.NewClock()
 	s := servertest.Start(t, introspectConfig(), servertest.Options{Clock: clock})
 	ccToken := func() string {
 		return post(t, s, "/oauth/token", url.Values{"grant_type": {"client_credentials"}}, "other", "other-secret-other-secret").json["access_token"].(string)
@@ -451,7 +451,7 @@ func TestGroupPolicies(t *testing.T) {
 	cfg := introspectConfig()
 	cfg.Introspection.GroupPermissionsAPI = api.URL
 	cfg.Introspection.GroupPermissionsLegacy = true
-	clock := servertest.NewClock(time.Now())
+	clock := servertest.NewClock()
 	s := servertest.Start(t, cfg, servertest.Options{Clock: clock})
 	tok := personToken(t, s, "web", webSecret, "")
 	r := introspect(t, s, tok.AccessToken, nil)

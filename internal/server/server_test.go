@@ -70,7 +70,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 }
 
 func TestSweepAppliesEventRetention(t *testing.T) {
-	clock := servertest.NewClock(time.Now())
+	clock := servertest.NewClock()
 	cfg := &config.Config{Events: config.Events{Retention: config.Duration(24 * time.Hour)}}
 	s := servertest.Start(t, cfg, servertest.Options{Clock: clock})
 	var evs []store.Event

@@ -28,7 +28,7 @@ import (
 var types = []string{"TOKEN_REQUEST_ACCESS_TOKEN_CREATED", "TOKEN_INTROSPECTION_SUCCESS", "AUTHZ_REQUEST_GRANT_CREATED",
 	"TOKEN_REVOKE_ACCESS_TOKEN_SUCCESS", "LOGIN_SUCCEEDED", "CONSENT_GIVEN", "TOKEN_REQUEST_ACCESS_TOKEN_REFRESHED", "LOGIN_FAILED"}
 
-var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var base = time.Now().UTC().Truncate(time.Hour).Add(-31 * 24 * time.Hour)
 
 // load appends n events spread over 30 days: 10,000 users, 200 clients, 8 types.
 func load(b *testing.B, st store.Store, n int) {

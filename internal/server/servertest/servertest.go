@@ -33,8 +33,9 @@ type Clock struct {
 	t  time.Time
 }
 
-// NewClock starts at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+// NewClock starts at the wall clock's now: a test that pinned a date would
+// break once the real date (which browsers and cookie jars use) passed it.
+func NewClock() *Clock { return &Clock{t: time.Now()} }
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }

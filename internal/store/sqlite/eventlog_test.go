@@ -135,7 +135,7 @@ func TestEventLogRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.log")
 	l := openTestLog(t, st, path, defaultEventLogOptions())
 	e := testEvent(1)
-	e.Occurred = time.Date(2026, 11, 22, 10, 30, 15, 123456789, time.FixedZone("CET", 3600))
+	e.Occurred = time.Now().In(time.FixedZone("CET", 3600)) // nanoseconds and a zone: the log keeps milliseconds, UTC
 	p := store.Event{ID: "p-1", Kind: store.EventPerson, Type: "person.PersonCreatedEvent", Name: "Person Created",
 		AgentUser: "admin", PersonID: "person-9", Partition: "part-2", Occurred: time.UnixMilli(1_790_000_000_000).UTC()}
 	if err := l.AppendEvents(ctx, e, p); err != nil {
