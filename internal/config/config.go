@@ -39,6 +39,10 @@ const (
 	AuthNone              = "none"
 )
 
+// AuthMethods are the client authentication methods a client may register,
+// in the order the metadata lists them.
+var AuthMethods = []string{AuthClientSecretBasic, AuthClientSecretPost, AuthPrivateKeyJWT, AuthNone}
+
 // Config is the whole operator configuration. Every key is optional.
 type Config struct {
 	Issuer        string `yaml:"issuer"`

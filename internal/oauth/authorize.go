@@ -79,6 +79,17 @@ var (
 	customKeyRE = regexp.MustCompile(`^[A-Za-z0-9._~-]{1,64}$`)
 )
 
+// responseTypes maps each response_type the authorization endpoint answers
+// to the grant a client must list to use it (the metadata lists its keys).
+var responseTypes = map[string]string{"code": config.GrantAuthorizationCode, "token": config.GrantImplicit}
+
+// CodeChallengeMethods are the PKCE methods every client may use (RFC 7636
+// section 4.2). plain is refused unless a client opts in with
+// allow_plain_pkce, so the metadata does not advertise it (RFC 9700 2.1.1).
+var CodeChallengeMethods = []string{"S256"}
+
+const pkcePlain = "plain"
+
 // ExternalIDPPrefix starts every external_idp value.
 const ExternalIDPPrefix = "urn:com:vendor:saml:idp:"
 
@@ -131,20 +142,15 @@ func ParseAuthorizeRequest(client store.Client, q url.Values) (*AuthorizeRequest
 	}
 
 	ar.ResponseType = q.Get("response_type")
-	switch ar.ResponseType {
-	case "code":
-		if !slices.Contains(client.GrantTypes, config.GrantAuthorizationCode) {
-			return nil, fail(ErrUnauthorizedClient, "The client may not use the authorization code grant.", "AUTHZ_REQUEST_UNAUTHORIZED_CLIENT")
-		}
-	case "token":
-		// The implicit flow is deprecated (RFC 9700 section 2.1.2): only for clients that list it.
-		if !slices.Contains(client.GrantTypes, config.GrantImplicit) {
-			return nil, fail(ErrUnauthorizedClient, "The client may not use the implicit flow.", "AUTHZ_REQUEST_UNAUTHORIZED_CLIENT")
-		}
-	case "":
+	grant, known := responseTypes[ar.ResponseType]
+	switch {
+	case ar.ResponseType == "":
 		return nil, fail(ErrInvalidRequest, "The response_type parameter is required.", "AUTHZ_REQUEST_INVALID_RESPONSE_TYPE")
-	default:
+	case !known:
 		return nil, fail(ErrUnsupportedResponseType, "The response_type must be code.", "AUTHZ_REQUEST_INVALID_RESPONSE_TYPE")
+	case !slices.Contains(client.GrantTypes, grant):
+		// The implicit flow is deprecated (RFC 9700 section 2.1.2): only for clients that list it.
+		return nil, fail(ErrUnauthorizedClient, "The client may not use the "+grant+" grant.", "AUTHZ_REQUEST_UNAUTHORIZED_CLIENT")
 	}
 
 	scopes, err := ParseScope(q.Get("scope"))
@@ -173,11 +179,11 @@ func ParseAuthorizeRequest(client store.Client, q url.Values) (*AuthorizeRequest
 		}
 	default:
 		if ar.CodeChallengeMethod == "" {
-			ar.CodeChallengeMethod = "plain" // RFC 7636 section 4.3 default
+			ar.CodeChallengeMethod = pkcePlain // RFC 7636 section 4.3 default
 		}
-		switch ar.CodeChallengeMethod {
-		case "S256":
-		case "plain":
+		switch {
+		case slices.Contains(CodeChallengeMethods, ar.CodeChallengeMethod):
+		case ar.CodeChallengeMethod == pkcePlain:
 			if !client.AllowPlainPKCE {
 				return nil, fail(ErrInvalidRequest, "code_challenge_method plain is not allowed; use S256.", "AUTHZ_REQUEST_INVALID")
 			}

@@ -150,6 +150,12 @@ func TestDevicePolling(t *testing.T) {
 	forEachBackend2(t, func(t *testing.T, s *servertest.Server) {
 		clock := s.Clock
 		d := deviceAuth(t, s, "tv", "read")
+		// The interval is between polls (RFC 8628 section 3.5): the first
+		// poll, at once, waits for the person; the next one at once is too fast.
+		if r := poll(t, s, "tv", d.DeviceCode); r.status != 400 || r.json["error"] != "authorization_pending" {
+			t.Errorf("the first poll, right after the device authorization: %d %s, want authorization_pending", r.status, r.body)
+		}
+		clock.Advance(time.Second)
 		if r := poll(t, s, "tv", d.DeviceCode); r.status != 400 || r.json["error"] != "slow_down" {
 			t.Errorf("a poll before the interval: %d %s, want slow_down", r.status, r.body)
 		}

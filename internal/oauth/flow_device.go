@@ -213,12 +213,11 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 			d.Status, outcome = store.DeviceUsed, pollIssue
 			return d, nil
 		}
-		ref := d.LastPolledAt
-		if ref.IsZero() {
-			ref = d.CreatedAt
-		}
+		// The interval is the time between polls (RFC 8628 sections 3.2
+		// and 3.5): the first poll has none before it and is never too fast.
+		last := d.LastPolledAt
 		d.LastPolledAt = now
-		if now.Sub(ref) < time.Duration(d.Interval)*time.Second {
+		if !last.IsZero() && now.Sub(last) < time.Duration(d.Interval)*time.Second {
 			d.Interval += slowDownStep
 			outcome = pollSlowDown
 		}

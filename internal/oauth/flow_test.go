@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -451,8 +452,42 @@ func TestMetadata(t *testing.T) {
 	if err := json.Unmarshal(body, &m); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	if m["issuer"] != s.URL || m["token_endpoint"] != s.URL+"/oauth/token" {
+	if m["issuer"] != s.URL || m["token_endpoint"] != s.URL+"/oauth/token" ||
+		m["device_authorization_endpoint"] != s.URL+"/oauth/device_authorization" {
 		t.Errorf("metadata %v", m)
+	}
+	list := func(name string) []string {
+		var out []string
+		for _, v := range m[name].([]any) {
+			out = append(out, v.(string))
+		}
+		return out
+	}
+	// What is advertised is accepted: every grant type reaches its grant
+	// (a client not allowed it hears unauthorized_client, never
+	// unsupported_grant_type), and the device flow is discoverable.
+	grants := list("grant_types_supported")
+	if !slices.Contains(grants, "urn:ietf:params:oauth:grant-type:device_code") {
+		t.Errorf("grant_types_supported %v lacks the device_code grant", grants)
+	}
+	for _, gt := range grants {
+		if gt == "implicit" {
+			continue // not a token endpoint grant (RFC 8414 section 2)
+		}
+		r := post(t, s, "/oauth/token", url.Values{"grant_type": {gt}}, "web", webSecret)
+		if r.json["error"] == "unsupported_grant_type" {
+			t.Errorf("advertised grant %s: %s", gt, r.body)
+		}
+	}
+	if r := post(t, s, "/oauth/token", url.Values{"grant_type": {"urn:example:unknown"}}, "web", webSecret); r.json["error"] != "unsupported_grant_type" {
+		t.Errorf("unknown grant: %s", r.body)
+	}
+	// plain is refused unless a client opts in: not advertised.
+	if got := list("code_challenge_methods_supported"); !slices.Equal(got, []string{"S256"}) {
+		t.Errorf("code_challenge_methods_supported = %v, want [S256]", got)
+	}
+	if got := list("introspection_endpoint_auth_methods_supported"); slices.Contains(got, "none") || len(got) == 0 {
+		t.Errorf("introspection_endpoint_auth_methods_supported = %v: public clients may not introspect", got)
 	}
 }
 

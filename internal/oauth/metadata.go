@@ -1,8 +1,11 @@
 package oauth
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 
+	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/httpx"
 )
 
@@ -14,12 +17,14 @@ type Metadata struct {
 	TokenEndpoint                     string   `json:"token_endpoint"`
 	RevocationEndpoint                string   `json:"revocation_endpoint"`
 	IntrospectionEndpoint             string   `json:"introspection_endpoint"`
+	DeviceAuthorizationEndpoint       string   `json:"device_authorization_endpoint"` // RFC 8628 section 4
 	ResponseTypesSupported            []string `json:"response_types_supported"`
 	ResponseModesSupported            []string `json:"response_modes_supported"`
 	GrantTypesSupported               []string `json:"grant_types_supported"`
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 	TokenEndpointAuthSigningAlgs      []string `json:"token_endpoint_auth_signing_alg_values_supported"`
 	RevocationEndpointAuthMethods     []string `json:"revocation_endpoint_auth_methods_supported"`
+	IntrospectionEndpointAuthMethods  []string `json:"introspection_endpoint_auth_methods_supported"`
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	AuthorizationResponseIssParam     bool     `json:"authorization_response_iss_parameter_supported"`
 }
@@ -27,9 +32,14 @@ type Metadata struct {
 // SigningAlgs are the JWS algorithms accepted for private_key_jwt (no "none", no HMAC).
 var SigningAlgs = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
-// Metadata answers GET /.well-known/oauth-authorization-server.
+// Metadata answers GET /.well-known/oauth-authorization-server. Every list
+// comes from the table the code accepts from, so the two cannot drift.
 func (s *Service) Metadata(w http.ResponseWriter, r *http.Request) {
-	methods := []string{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"}
+	grantTypes := slices.Sorted(maps.Keys(grants))
+	responseTypes := slices.Sorted(maps.Keys(responseTypes))
+	if slices.Contains(responseTypes, "token") {
+		grantTypes = append(grantTypes, config.GrantImplicit) // RFC 8414 section 2
+	}
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	httpx.WriteJSON(w, http.StatusOK, Metadata{
 		Issuer:                            s.Issuer,
@@ -37,13 +47,20 @@ func (s *Service) Metadata(w http.ResponseWriter, r *http.Request) {
 		TokenEndpoint:                     s.Issuer + PathToken,
 		RevocationEndpoint:                s.Issuer + PathRevoke,
 		IntrospectionEndpoint:             s.Issuer + PathIntrospect,
-		ResponseTypesSupported:            []string{"code", "token"},
+		DeviceAuthorizationEndpoint:       s.Issuer + PathDevice,
+		ResponseTypesSupported:            responseTypes,
 		ResponseModesSupported:            []string{"query", "fragment"},
-		GrantTypesSupported:               []string{"authorization_code", "client_credentials", "refresh_token", "password"},
-		TokenEndpointAuthMethodsSupported: methods,
+		GrantTypesSupported:               grantTypes,
+		TokenEndpointAuthMethodsSupported: config.AuthMethods,
 		TokenEndpointAuthSigningAlgs:      SigningAlgs,
-		RevocationEndpointAuthMethods:     methods,
-		CodeChallengeMethodsSupported:     []string{"S256", "plain"},
+		RevocationEndpointAuthMethods:     config.AuthMethods,
+		IntrospectionEndpointAuthMethods:  introspectionAuthMethods(),
+		CodeChallengeMethodsSupported:     CodeChallengeMethods,
 		AuthorizationResponseIssParam:     true,
 	})
+}
+
+// introspectionAuthMethods leaves out none: public clients may not introspect.
+func introspectionAuthMethods() []string {
+	return slices.DeleteFunc(slices.Clone(config.AuthMethods), func(m string) bool { return m == config.AuthNone })
 }

@@ -36,22 +36,12 @@ func (s *Service) Token(w http.ResponseWriter, r *http.Request) error {
 		return clientError(err)
 	}
 	gt := form["grant_type"]
-	var grant func(*http.Request, store.Client, map[string]string) (*TokenResponse, error)
-	switch gt {
-	case config.GrantAuthorizationCode:
-		grant = s.exchangeCode
-	case config.GrantClientCredentials:
-		grant = s.clientCredentials
-	case config.GrantRefreshToken:
-		grant = s.refresh
-	case config.GrantPassword:
-		grant = s.passwordGrant
-	case config.GrantDeviceCode:
-		grant = s.pollDevice
-	case "":
+	grant, known := grants[gt]
+	switch {
+	case gt == "":
 		s.record(r.Context(), s.Store, r, events.OAuth{Type: events.TokenRequestInvalid, ClientID: client.ID})
 		return badRequest(ErrInvalidRequest, "The grant_type parameter is required.")
-	default:
+	case !known:
 		s.record(r.Context(), s.Store, r, events.OAuth{Type: events.TokenRequestUnsupportedGrant, ClientID: client.ID})
 		return badRequest(ErrUnsupportedGrantType, "The grant_type is not supported.")
 	}
@@ -59,11 +49,24 @@ func (s *Service) Token(w http.ResponseWriter, r *http.Request) error {
 		s.record(r.Context(), s.Store, r, events.OAuth{Type: events.TokenRequestDisabledGrant, ClientID: client.ID, AppName: client.Name})
 		return badRequest(ErrUnauthorizedClient, "The client may not use this grant type.")
 	}
-	resp, err := grant(r, client, form)
+	resp, err := grant(s, r, client, form)
 	if err != nil {
 		return err
 	}
 	return writeToken(w, resp)
+}
+
+// grantFunc answers one grant type at the token endpoint.
+type grantFunc func(s *Service, r *http.Request, client store.Client, form map[string]string) (*TokenResponse, error)
+
+// grants is the token endpoint's table: Token dispatches over it and the
+// metadata lists its keys, so what is advertised is what is accepted.
+var grants = map[string]grantFunc{
+	config.GrantAuthorizationCode: (*Service).exchangeCode,
+	config.GrantClientCredentials: (*Service).clientCredentials,
+	config.GrantRefreshToken:      (*Service).refresh,
+	config.GrantPassword:          (*Service).passwordGrant,
+	config.GrantDeviceCode:        (*Service).pollDevice,
 }
 
 // clientCredentials is RFC 6749 section 4.4: a token for the client itself,
@@ -221,7 +224,7 @@ func checkVerifier(c store.AuthCode, verifier string) string {
 	case "S256":
 		sum := sha256.Sum256([]byte(verifier))
 		computed = base64.RawURLEncoding.EncodeToString(sum[:])
-	case "plain":
+	case pkcePlain:
 		computed = verifier
 	default:
 		return "The code_challenge_method is not supported."
