@@ -11,9 +11,9 @@ import (
 	"github.com/latchkey/latchkey/internal/token"
 )
 
-// TokenSource finds access tokens by hash.
+// TokenSource finds access tokens, and their grants, by hash.
 type TokenSource interface {
-	GetToken(ctx context.Context, hash []byte) (store.Token, error)
+	GetTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error)
 }
 
 // Errors of APICaller.
@@ -65,14 +65,14 @@ func allowed(c store.Client, scope string) (store.Client, error) {
 }
 
 func (a *Authenticator) apiToken(ctx context.Context, value, scope string, tokens TokenSource) (store.Client, error) {
-	t, err := tokens.GetToken(ctx, a.Secrets.Hash(token.AccessToken.Label, value))
+	t, g, err := tokens.GetTokenGrant(ctx, a.Secrets.Hash(token.AccessToken.Label, value))
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Client{}, ErrUnauthenticated
 	}
 	if err != nil {
 		return store.Client{}, err
 	}
-	if t.Kind != store.KindAccess || !t.RevokedAt.IsZero() || !a.now().Before(t.ExpiresAt) || t.Subject != "" {
+	if t.Kind != store.KindAccess || !t.Active(g, a.now()) || t.Subject != "" {
 		// Only a live client-credentials token speaks for a client.
 		return store.Client{}, ErrUnauthenticated
 	}

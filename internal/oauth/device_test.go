@@ -325,3 +325,39 @@ func TestWrongUserCodesAreThrottled(t *testing.T) {
 		t.Errorf("after the window the right code continues to login: %d", got)
 	}
 }
+
+// The device code is marked used and its tokens minted in one transaction:
+// a failure in between (here the access token hook, failing closed) loses
+// nothing, and the next poll gets the tokens.
+func TestDeviceIssuanceIsOneTransaction(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			hook := newHook(t, hookSecret, `{}`)
+			cfg := deviceConfig()
+			cfg.Webhooks.AccessToken = config.Webhook{URL: hook.URL, Secret: hookSecret, FailClosed: true}
+			s := servertest.Start(t, cfg, servertest.Options{Backend: backend, Clock: servertest.NewClock()})
+			app := appToken(t, s, "read", oauth.DeviceApproveScope)
+			d := deviceAuth(t, s, "tv", "read")
+			if r := approveInApp(t, s, app.AccessToken, d.UserCode); r.status != 204 {
+				t.Fatalf("approve: %d %v", r.status, r.json)
+			}
+			hook.mu.Lock()
+			hook.status = http.StatusServiceUnavailable
+			hook.mu.Unlock()
+			if r := poll(t, s, "tv", d.DeviceCode); r.status != 500 {
+				t.Fatalf("poll while the hook fails closed: %d %s, want 500", r.status, r.body)
+			}
+			hook.mu.Lock()
+			hook.status = 0
+			hook.mu.Unlock()
+			s.Clock.Advance(10 * time.Second)
+			if r := poll(t, s, "tv", d.DeviceCode); r.status != 200 || r.json["access_token"] == nil {
+				t.Fatalf("poll once the hook works again: %d %s, want the tokens", r.status, r.body)
+			}
+			s.Clock.Advance(10 * time.Second)
+			if r := poll(t, s, "tv", d.DeviceCode); r.json["error"] != "invalid_grant" {
+				t.Errorf("a poll after the tokens: %s, want invalid_grant", r.body)
+			}
+		})
+	}
+}

@@ -199,29 +199,46 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 	hash := s.Hasher.HashOf(token.DeviceCode, form["device_code"])
 	now := s.Now().UTC()
 	var outcome pollOutcome
-	d, err := s.Store.UpdateDeviceCode(ctx, hash, func(d store.DeviceCode) (store.DeviceCode, error) {
-		switch {
-		case d.ClientID != client.ID:
-			return d, badRequest(ErrInvalidGrant, "The device code is invalid.")
-		case d.Status == store.DeviceUsed:
-			return d, badRequest(ErrInvalidGrant, "The device code was already used.")
-		case !now.Before(d.ExpiresAt):
-			return d, badRequest(errExpiredToken, "The device code has expired.")
-		case d.Status == store.DeviceDenied:
-			return d, badRequest(ErrAccessDenied, "The person denied the request.")
-		case d.Status == store.DeviceApproved:
-			d.Status, outcome = store.DeviceUsed, pollIssue
+	var resp *TokenResponse
+	// One transaction marks the code used and mints its tokens, as the code
+	// exchange does: a failure in between rolls both back, and the person's
+	// approval waits for the next poll instead of being lost.
+	err := s.Store.Tx(ctx, func(tx store.Store) error {
+		d, err := tx.UpdateDeviceCode(ctx, hash, func(d store.DeviceCode) (store.DeviceCode, error) {
+			switch {
+			case d.ClientID != client.ID:
+				return d, badRequest(ErrInvalidGrant, "The device code is invalid.")
+			case d.Status == store.DeviceUsed:
+				return d, badRequest(ErrInvalidGrant, "The device code was already used.")
+			case !now.Before(d.ExpiresAt):
+				return d, badRequest(errExpiredToken, "The device code has expired.")
+			case d.Status == store.DeviceDenied:
+				return d, badRequest(ErrAccessDenied, "The person denied the request.")
+			case d.Status == store.DeviceApproved:
+				d.Status, outcome = store.DeviceUsed, pollIssue
+				return d, nil
+			}
+			// The interval is the time between polls (RFC 8628 sections 3.2
+			// and 3.5): the first poll has none before it and is never too fast.
+			last := d.LastPolledAt
+			d.LastPolledAt = now
+			if !last.IsZero() && now.Sub(last) < time.Duration(d.Interval)*time.Second {
+				d.Interval += slowDownStep
+				outcome = pollSlowDown
+			}
 			return d, nil
+		})
+		if err != nil || outcome != pollIssue {
+			return err
 		}
-		// The interval is the time between polls (RFC 8628 sections 3.2
-		// and 3.5): the first poll has none before it and is never too fast.
-		last := d.LastPolledAt
-		d.LastPolledAt = now
-		if !last.IsZero() && now.Sub(last) < time.Duration(d.Interval)*time.Second {
-			d.Interval += slowDownStep
-			outcome = pollSlowDown
+		var g store.Grant
+		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: d.Subject, scopes: d.Scopes, requested: d.Scopes,
+			authLevel: d.AuthLevel, amr: d.AMR, refresh: allowsGrant(client, config.GrantRefreshToken)})
+		if err != nil {
+			return err
 		}
-		return d, nil
+		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: EventDeviceTokenCreated, ClientID: client.ID,
+			AppName: client.Name, UserID: d.Subject, TransactionID: g.ID})
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -237,19 +254,7 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 	case outcome == pollSlowDown:
 		return nil, badRequest(errSlowDown, "Polling too fast: wait the interval between requests.")
 	}
-	var resp *TokenResponse
-	err = s.Store.Tx(ctx, func(tx store.Store) error {
-		var g store.Grant
-		var err error
-		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: d.Subject, scopes: d.Scopes, requested: d.Scopes,
-			authLevel: d.AuthLevel, amr: d.AMR, refresh: allowsGrant(client, config.GrantRefreshToken)})
-		if err != nil {
-			return err
-		}
-		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: EventDeviceTokenCreated, ClientID: client.ID,
-			AppName: client.Name, UserID: d.Subject, TransactionID: g.ID})
-	})
-	return resp, err
+	return resp, nil
 }
 
 // ErrDeviceCodeGone: the user code is unknown, used, or expired.
@@ -333,9 +338,9 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 	if userCode == "" {
 		return badRequest(ErrInvalidRequest, "The user_code parameter is required.")
 	}
-	t, err := s.Store.GetToken(ctx, s.Hasher.HashOf(token.AccessToken, bearer))
+	t, g, err := s.Store.GetTokenGrant(ctx, s.Hasher.HashOf(token.AccessToken, bearer))
 	now := s.Now()
-	if errors.Is(err, store.ErrNotFound) || err == nil && (!t.RevokedAt.IsZero() || !now.Before(t.ExpiresAt) || t.Kind != store.KindAccess) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (!t.Active(g, now) || t.Kind != store.KindAccess) {
 		e := oauthError(http.StatusUnauthorized, "invalid_token", "The access token is not active.")
 		e.Header = map[string]string{"WWW-Authenticate": `Bearer realm="latchkey", error="invalid_token"`}
 		return e
@@ -348,10 +353,6 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := s.LookupUserCode(ctx, userCode)
 	if err == nil {
-		g, gerr := s.Store.GetGrant(ctx, t.GrantID)
-		if gerr != nil {
-			return gerr
-		}
 		for _, sc := range d.Scopes {
 			if !slices.Contains(g.Scopes, sc) {
 				return oauthError(http.StatusForbidden, "insufficient_scope", "The app's grant does not cover the scope "+sc+" the device asks for.")

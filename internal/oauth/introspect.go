@@ -94,7 +94,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 		return fail(EventIntrospectionFailed)
 	case err != nil:
 		return nil, err
-	case !t.RevokedAt.IsZero() || !now.Before(t.ExpiresAt) || !g.RevokedAt.IsZero():
+	case !t.Active(g, now):
 		return fail(EventIntrospectionFailed) // a revoked grant's tokens spend no uses
 	}
 	if t.UsageLimit > 0 && t.Kind == store.KindAccess {

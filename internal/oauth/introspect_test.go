@@ -312,6 +312,7 @@ type hookServer struct {
 	headers  []http.Header
 	answer   string
 	delay    time.Duration
+	status   int // answered instead of 200 when set
 }
 
 func newHook(t *testing.T, secret, answer string) *hookServer {
@@ -332,9 +333,13 @@ func newHook(t *testing.T, secret, answer string) *hookServer {
 		h.mu.Lock()
 		h.requests = append(h.requests, req)
 		h.headers = append(h.headers, r.Header.Clone())
-		delay := h.delay
+		delay, status := h.delay, h.status
 		h.mu.Unlock()
 		time.Sleep(delay)
+		if status != 0 {
+			http.Error(w, "failing on purpose", status)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, h.answer)
 	}))
@@ -536,4 +541,29 @@ func BenchmarkClientCredentials(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A refresh token spent by rotation is inactive (RFC 7662 section 2.2): it
+// can no longer be used, so introspection must not call it active.
+func TestRotatedRefreshTokenIsInactive(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			s := servertest.Start(t, introspectConfig(), servertest.Options{Backend: backend})
+			tok := personToken(t, s, "mobile", "", "")
+			if r := introspect(t, s, tok.RefreshToken, nil); r.json["active"] != true {
+				t.Fatalf("fresh refresh token: %s", r.body)
+			}
+			r := post(t, s, "/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken},
+				"client_id": {"mobile"}}, "", "")
+			if r.status != 200 || r.json["refresh_token"] == nil || r.json["refresh_token"] == tok.RefreshToken {
+				t.Fatalf("rotation: %d %s", r.status, r.body)
+			}
+			if r := introspect(t, s, tok.RefreshToken, nil); r.body != `{"active":false}` {
+				t.Errorf("spent refresh token: %s, want {\"active\":false}", r.body)
+			}
+			if r2 := introspect(t, s, r.json["refresh_token"].(string), nil); r2.json["active"] != true {
+				t.Errorf("its successor: %s, want active", r2.body)
+			}
+		})
+	}
 }

@@ -124,6 +124,14 @@ type Token struct {
 	RevokedAt  time.Time // zero while active
 }
 
+// Active reports whether t, a token of grant g, may be used at now: neither
+// it nor its grant is revoked or expired, and a refresh token was not spent
+// by rotation. Every place that accepts a presented token asks this.
+func (t Token) Active(g Grant, now time.Time) bool {
+	return t.RevokedAt.IsZero() && now.Before(t.ExpiresAt) && g.RevokedAt.IsZero() && now.Before(g.ExpiresAt) &&
+		(t.Kind != KindRefresh || t.UsedAt.IsZero())
+}
+
 // AuthCode is a one-time authorization code (RFC 6749 section 4.1.2),
 // stored under the keyed hash of its value.
 type AuthCode struct {
