@@ -31,6 +31,10 @@ const (
 	StatusInactive  = "INACTIVE"
 )
 
+// MaySignIn reports whether a person of this status may sign in and hold
+// tokens. An INVITED person has not accepted the invitation yet.
+func MaySignIn(status string) bool { return status == StatusCreated || status == StatusActivated }
+
 // The built-in identity provider: latchkey's own username and password.
 // Its id is fixed so that imports and the identity-providers listing agree
 // on every instance.
@@ -110,7 +114,7 @@ func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw 
 		hash = s.dummy
 	}
 	ok, verr := password.Verify(hash, pw)
-	if err != nil || p.PasswordHash == "" || verr != nil || !ok || p.Status == StatusBlocked || p.Status == StatusInactive || p.Status == StatusInvited {
+	if err != nil || p.PasswordHash == "" || verr != nil || !ok || !MaySignIn(p.Status) {
 		for _, key := range []string{accountKey, ipKey} {
 			if _, herr := s.Store.Hit(ctx, key, ThrottleWindow, now); herr != nil {
 				return store.Person{}, herr

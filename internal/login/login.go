@@ -3,7 +3,6 @@
 package login
 
 import (
-	"context"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/oauth"
@@ -48,8 +48,6 @@ type Pages struct {
 	Log          *slog.Logger
 
 	SessionLifetime time.Duration // default 12 h
-	PasswordLevel   int           // authentication level a password login reaches; default oauth.PasswordAuthLevel
-	TOTPLevel       int           // level a password login plus a TOTP code reaches; 0: no TOTP step-up
 }
 
 // PathTOTP is the TOTP step-up page.
@@ -75,41 +73,6 @@ func (p *Pages) Session(r *http.Request) (store.Session, bool) {
 		return store.Session{}, false
 	}
 	return s, true
-}
-
-// NeedsInteraction (oauth.Pages): a page is needed when the session's
-// authentication level is below what a requested scope asks for, or when the
-// client asks for consent and some requested scope has none remembered
-// (only scopes with persistent_consent are remembered).
-func (p *Pages) NeedsInteraction(ctx context.Context, client store.Client, ar *oauth.AuthorizeRequest, s store.Session) (bool, error) {
-	configured, err := p.Store.GetScopes(ctx, ar.Scopes)
-	if err != nil {
-		return false, err
-	}
-	if level, _ := scopes.RequiredLevel(configured); s.AuthLevel < level {
-		return true, nil
-	}
-	if !client.ConsentRequired {
-		return false, nil
-	}
-	if ar.DeviceUserCode != "" {
-		return true, nil // consent at every device authorization (shared/spec/NOTES.md)
-	}
-	consents, err := p.Store.ListConsents(ctx, s.PersonID, client.ID)
-	if err != nil {
-		return false, err
-	}
-	given := map[string]bool{}
-	for _, c := range consents {
-		given[c.Scope] = true
-	}
-	byID := scopes.ByID(configured)
-	for _, sc := range ar.Scopes {
-		if !byID[sc].PersistentConsent || !given[sc] {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 type pageData struct {
@@ -188,12 +151,16 @@ func (p *Pages) LoginPage(w http.ResponseWriter, r *http.Request) error {
 		return p.requestError(w, r, err)
 	}
 	if sess, ok := p.Session(r); ok {
-		return p.next(w, r, id, ar, client, sess)
+		return p.next(w, r, id, ar, client, &sess, false)
 	}
+	p.loginForm(w, r, id, ar, client, "")
+	return nil
+}
+
+func (p *Pages) loginForm(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client, msgKey string) {
 	t, lang := Messages(ar.Language)
 	p.render(w, http.StatusOK, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
-		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client)})
-	return nil
+		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t[msgKey]})
 }
 
 // Login is POST /login.
@@ -218,7 +185,7 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return p.next(w, r, id, ar, client, sess)
+	return p.next(w, r, id, ar, client, &sess, false)
 }
 
 // postedForm is a hosted form post whose pending request was loaded and
@@ -256,7 +223,7 @@ func (p *Pages) posted(w http.ResponseWriter, r *http.Request) (*postedForm, err
 func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, person store.Person) (store.Session, error) {
 	value, hash := p.Hasher.Mint(token.Session)
 	now := p.Now().UTC()
-	s := store.Session{Hash: hash, PersonID: person.ID, AuthLevel: p.passwordLevel(), AMR: []string{"DEFAULT"},
+	s := store.Session{Hash: hash, PersonID: person.ID, AuthLevel: p.OAuth.Flow.PasswordLevel, AMR: []string{"DEFAULT"},
 		AuthTime: now, ExpiresAt: now.Add(p.sessionLifetime())}
 	if err := p.Store.CreateSession(r.Context(), s); err != nil {
 		return store.Session{}, err
@@ -268,71 +235,77 @@ func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, person stor
 	return s, nil
 }
 
-// next moves a logged-in person on: to the consent page, or straight back to
-// the client with a code.
-func (p *Pages) next(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client, sess store.Session) error {
-	configured, err := p.Store.GetScopes(r.Context(), ar.Scopes)
+// next asks authflow what the flow needs now and renders or redirects to
+// exactly that: the pages never decide on their own. consented: the
+// person consented in this request.
+func (p *Pages) next(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client,
+	sess *store.Session, consented bool) error {
+	d, err := p.OAuth.Next(r.Context(), client, ar, sess, consented)
 	if err != nil {
 		return err
 	}
-	if level, failURL := scopes.RequiredLevel(configured); sess.AuthLevel < level {
-		return p.levelNotMet(w, r, id, ar, client, sess, level, failURL)
-	}
-	need, err := p.NeedsInteraction(r.Context(), client, ar, sess)
-	if err != nil {
-		return err
-	}
-	if need {
+	return p.follow(w, r, id, ar, client, d, consented)
+}
+
+// follow carries out decision d on the request id.
+func (p *Pages) follow(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client,
+	d authflow.Decision, consented bool) error {
+	switch d.Step {
+	case authflow.Login:
+		// A session below the level a password reaches: sign in again.
+		p.loginForm(w, r, id, ar, client, "login.step_up")
+		return nil
+	case authflow.StepUp:
+		http.Redirect(w, r, PathTOTP+"?request="+url.QueryEscape(id), http.StatusSeeOther)
+		return nil
+	case authflow.Consent:
 		http.Redirect(w, r, PathConsent+"?request="+url.QueryEscape(id), http.StatusSeeOther)
 		return nil
-	}
-	return p.complete(w, r, id, ar, client, sess)
-}
-
-func (p *Pages) complete(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client, sess store.Session) error {
-	to, err := p.OAuth.Complete(r.Context(), r, client, ar, sess)
-	if err != nil {
-		return err
-	}
-	if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
-		return err
-	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
-	return nil
-}
-
-// levelNotMet handles a session below a scope's authentication_level. A
-// level that a password login reaches is met by logging in again (step-up
-// by re-authentication); a higher one cannot be met here yet, and the person
-// goes to the scope's verification_failed_endpoint (or service_endpoint),
-// or back to the client with access_denied.
-func (p *Pages) levelNotMet(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client,
-	sess store.Session, level int, failURL string) error {
-	if level <= p.passwordLevel() {
-		t, lang := Messages(ar.Language)
-		p.render(w, http.StatusOK, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
-			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t["login.step_up"]})
-		return nil
-	}
-	if level <= p.TOTPLevel && sess.AuthLevel >= p.passwordLevel() {
-		person, err := p.Store.GetPerson(r.Context(), sess.PersonID)
+	case authflow.Issue:
+		a, _ := d.Approved()
+		if consented {
+			if err := p.remember(r, client, ar, a); err != nil {
+				return err
+			}
+		}
+		to, err := p.OAuth.Complete(r.Context(), r, client, ar, a)
 		if err != nil {
 			return err
 		}
-		if p.Identity.HasTOTP(person) {
-			http.Redirect(w, r, PathTOTP+"?request="+url.QueryEscape(id), http.StatusSeeOther)
-			return nil
+		if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
+			return err
 		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
+		return nil
 	}
+	return p.refuse(w, r, id, ar, d)
+}
+
+// refuse ends a request that cannot go on: a person who may not sign in,
+// or a level no method here reaches. The scope's failure endpoint gets the
+// person when it names one; else the client hears access_denied.
+func (p *Pages) refuse(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, d authflow.Decision) error {
 	if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
 		return err
 	}
-	if failURL != "" {
-		http.Redirect(w, r, failURL, http.StatusSeeOther)
+	if ar.DeviceUserCode != "" {
+		// The device hears access_denied at its next poll.
+		if err := p.OAuth.DenyDevice(r.Context(), r, ar.DeviceUserCode, ""); err != nil {
+			http.Redirect(w, r, oauth.DeviceStatusURL(oauth.DeviceStatus(err)), http.StatusSeeOther)
+			return nil
+		}
+		http.Redirect(w, r, oauth.DeviceStatusURL("denied"), http.StatusSeeOther)
 		return nil
 	}
-	to := p.OAuth.ErrorRedirect(ar, &oauth.AuthorizeError{Code: oauth.ErrAccessDenied,
-		Description: "The authentication level the scope requires cannot be reached.", Redirect: true,
+	if d.FailURL != "" {
+		http.Redirect(w, r, d.FailURL, http.StatusSeeOther)
+		return nil
+	}
+	desc := "The authentication level the scope requires cannot be reached."
+	if d.Reason == authflow.ReasonInactive {
+		desc = "The account cannot sign in."
+	}
+	to := p.OAuth.ErrorRedirect(ar, &oauth.AuthorizeError{Code: oauth.ErrAccessDenied, Description: desc, Redirect: true,
 		RedirectURI: ar.RedirectURI, State: ar.State})
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
@@ -345,9 +318,17 @@ func (p *Pages) TOTPPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return p.requestError(w, r, err)
 	}
-	if _, ok := p.Session(r); !ok {
+	sess, ok := p.Session(r)
+	if !ok {
 		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(id), http.StatusSeeOther)
 		return nil
+	}
+	d, err := p.OAuth.Next(r.Context(), client, ar, &sess, false)
+	if err != nil {
+		return err
+	}
+	if d.Step != authflow.StepUp {
+		return p.follow(w, r, id, ar, client, d, false)
 	}
 	t, lang := Messages(ar.Language)
 	p.render(w, http.StatusOK, "totp.html", &pageData{Lang: lang, T: t, Action: PathTOTP, Request: id,
@@ -367,6 +348,13 @@ func (p *Pages) TOTP(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(f.id), http.StatusSeeOther)
 		return nil
 	}
+	// A code is taken only when the flow is at the step-up.
+	if d, err := p.OAuth.Next(r.Context(), f.client, f.ar, &sess, false); err != nil || d.Step != authflow.StepUp {
+		if err != nil {
+			return err
+		}
+		return p.follow(w, r, f.id, f.ar, f.client, d, false)
+	}
 	person, err := p.Store.GetPerson(r.Context(), sess.PersonID)
 	if err != nil {
 		return err
@@ -381,7 +369,7 @@ func (p *Pages) TOTP(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	err = p.Store.UpdateSession(r.Context(), sess.Hash, func(s store.Session) (store.Session, error) {
-		s.AuthLevel = max(s.AuthLevel, p.TOTPLevel)
+		s.AuthLevel = max(s.AuthLevel, p.OAuth.Flow.TOTPLevel)
 		if !slices.Contains(s.AMR, "OTP") {
 			s.AMR = append(s.AMR, "OTP")
 		}
@@ -391,14 +379,7 @@ func (p *Pages) TOTP(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return p.next(w, r, f.id, f.ar, f.client, sess)
-}
-
-func (p *Pages) passwordLevel() int {
-	if p.PasswordLevel > 0 {
-		return p.PasswordLevel
-	}
-	return oauth.PasswordAuthLevel
+	return p.next(w, r, f.id, f.ar, f.client, &sess, false)
 }
 
 // PathConsent is the consent page.
@@ -415,6 +396,15 @@ func (p *Pages) ConsentPage(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(id), http.StatusSeeOther)
 		return nil
+	}
+	// The consent page is shown only when consent is the next step: going
+	// straight to it skips nothing (a step-up still comes first).
+	d, err := p.OAuth.Next(r.Context(), client, ar, &sess, false)
+	if err != nil {
+		return err
+	}
+	if d.Step != authflow.Consent {
+		return p.follow(w, r, id, ar, client, d, false)
 	}
 	person, err := p.Store.GetPerson(r.Context(), sess.PersonID)
 	if err != nil {
@@ -454,10 +444,9 @@ func (p *Pages) Consent(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch r.PostForm.Get("decision") {
 	case "allow":
-		if err := p.remember(r, client, ar, sess); err != nil {
-			return err
-		}
-		return p.complete(w, r, id, ar, client, sess)
+		// authflow decides again with the consent given: an allow posted
+		// before the step-up is done issues nothing.
+		return p.next(w, r, id, ar, client, &sess, true)
 	case "deny":
 		to := p.OAuth.DenyRedirect(r.Context(), r, client, ar, sess.PersonID)
 		if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
@@ -471,10 +460,13 @@ func (p *Pages) Consent(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// remember stores the consent to the requested scopes that have
+// remember stores the consent to the approved scopes that have
 // persistent_consent, so the person is not asked again for them.
-func (p *Pages) remember(r *http.Request, client store.Client, ar *oauth.AuthorizeRequest, sess store.Session) error {
-	configured, err := p.Store.GetScopes(r.Context(), ar.Scopes)
+func (p *Pages) remember(r *http.Request, client store.Client, ar *oauth.AuthorizeRequest, a authflow.Approval) error {
+	if ar.DeviceUserCode != "" {
+		return nil // asked at every device authorization
+	}
+	configured, err := p.Store.GetScopes(r.Context(), a.Scopes())
 	if err != nil {
 		return err
 	}
@@ -482,7 +474,7 @@ func (p *Pages) remember(r *http.Request, client store.Client, ar *oauth.Authori
 	now := p.Now().UTC()
 	for _, sc := range configured {
 		if sc.PersistentConsent {
-			cs = append(cs, store.Consent{PersonID: sess.PersonID, ClientID: client.ID, Scope: sc.ID, GrantedAt: now})
+			cs = append(cs, store.Consent{PersonID: a.Subject(), ClientID: client.ID, Scope: sc.ID, GrantedAt: now})
 		}
 	}
 	if len(cs) == 0 {

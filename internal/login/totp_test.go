@@ -37,17 +37,24 @@ func totpServer(t *testing.T, backend string, withSecret bool) *servertest.Serve
 		t.Fatal(err)
 	}
 	if withSecret {
-		sealer, _ := seal.New(servertest.Key, "totp")
-		p, _ := s.Store.GetPersonByEmail(ctx, "", email)
-		err := s.Store.UpdatePerson(ctx, p.ID, func(p store.Person) (store.Person, error) {
-			p.TOTPSecret = sealer.Seal(secret, []byte(p.ID))
-			return p, nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		setTOTPSecret(t, s)
 	}
 	return s
+}
+
+// setTOTPSecret gives the test person the TOTP secret secret.
+func setTOTPSecret(t *testing.T, s *servertest.Server) {
+	t.Helper()
+	ctx := context.Background()
+	sealer, _ := seal.New(servertest.Key, "totp")
+	p, _ := s.Store.GetPersonByEmail(ctx, "", email)
+	err := s.Store.UpdatePerson(ctx, p.ID, func(p store.Person) (store.Person, error) {
+		p.TOTPSecret = sealer.Seal(secret, []byte(p.ID))
+		return p, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // toTOTP logs in for scope and returns the browser at the TOTP page, with

@@ -44,6 +44,9 @@ const (
 	ErrInvalidScope            = "invalid_scope"
 	ErrAccessDenied            = "access_denied"
 	ErrServerError             = "server_error"
+	// ErrInsufficientUserAuthentication: the authentication behind a
+	// request is below what it asks for (RFC 9470 section 3).
+	ErrInsufficientUserAuthentication = "insufficient_user_authentication"
 )
 
 // AuthorizeError is a refused authorization request. When Redirect is true the

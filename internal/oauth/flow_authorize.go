@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -18,9 +19,6 @@ import (
 type Pages interface {
 	// Session returns the logged-in session of the browser, if any.
 	Session(r *http.Request) (store.Session, bool)
-	// NeedsInteraction reports whether the person must see a page (login,
-	// step-up or consent) before the request can complete.
-	NeedsInteraction(ctx context.Context, client store.Client, ar *AuthorizeRequest, s store.Session) (bool, error)
 	// ErrorPage shows an error that cannot be redirected to the client.
 	ErrorPage(w http.ResponseWriter, r *http.Request, status int, msg string)
 }
@@ -54,14 +52,15 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
-	// A logged-in person who needs no page gets the code at once.
+	// A logged-in person who needs no page gets the code at once; any other
+	// step is the hosted pages' (the login page moves on to the right one).
 	if sess, ok := s.Pages.Session(r); ok {
-		need, err := s.Pages.NeedsInteraction(ctx, client, ar, sess)
+		d, err := s.Next(ctx, client, ar, &sess, false)
 		if err != nil {
 			return err
 		}
-		if !need {
-			to, err := s.Complete(ctx, r, client, ar, sess)
+		if a, ok := d.Approved(); ok {
+			to, err := s.Complete(ctx, r, client, ar, a)
 			if err != nil {
 				return err
 			}
@@ -137,23 +136,64 @@ func (s *Service) FinishRequest(ctx context.Context, id string) error {
 	return err
 }
 
-// Complete issues the authorization code (or, for the deprecated implicit
-// flow, the access token) for an approved request, records it, and returns
-// the URL to send the browser to.
-func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, sess store.Session) (string, error) {
+// Next gathers what is known about a browser flow — the request's scopes,
+// the session's person and authentication, remembered consent — and asks
+// authflow what must happen next. consented: the person consented to this
+// request in this very request (POST /consent).
+func (s *Service) Next(ctx context.Context, client store.Client, ar *AuthorizeRequest, sess *store.Session, consented bool) (authflow.Decision, error) {
+	configured, err := s.Store.GetScopes(ctx, ar.Scopes)
+	if err != nil {
+		return authflow.Decision{}, err
+	}
+	req := authflow.Request{Kind: authflow.Browser, Scopes: ar.Scopes, Configured: configured,
+		ConsentRequired: client.ConsentRequired, ConsentEveryTime: ar.DeviceUserCode != "", Consented: consented}
+	if sess != nil {
+		p, err := s.Store.GetPerson(ctx, sess.PersonID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			p = store.Person{ID: sess.PersonID} // deleted: no status signs in
+		case err != nil:
+			return authflow.Decision{}, err
+		}
+		req.Person = &p
+		req.Auth = &authflow.Authentication{Level: sess.AuthLevel, AMR: sess.AMR, Time: sess.AuthTime}
+		if client.ConsentRequired && !consented && ar.DeviceUserCode == "" {
+			cs, err := s.Store.ListConsents(ctx, sess.PersonID, client.ID)
+			if err != nil {
+				return authflow.Decision{}, err
+			}
+			for _, c := range cs {
+				req.Remembered = append(req.Remembered, c.Scope)
+			}
+		}
+	}
+	return authflow.Decide(s.Flow, req), nil
+}
+
+// errNotApproved: an issuance was reached without authflow's approval.
+var errNotApproved = errors.New("oauth: issuance without an approval")
+
+// Complete issues what an approved request asked for — the authorization
+// code, the token of the deprecated implicit flow, or the device's approval
+// — records it, and returns the URL to send the browser to. Only
+// authflow.Decide makes an approval.
+func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, a authflow.Approval) (string, error) {
+	if a.Subject() == "" {
+		return "", errNotApproved
+	}
 	data, err := json.Marshal(grantData{HookParams: ar.HookParams, Language: ar.Language, IDP: ar.IDP})
 	if err != nil {
 		return "", err
 	}
 	now := s.Now().UTC()
 	if ar.DeviceUserCode != "" {
-		if err := s.DecideDevice(ctx, r, ar.DeviceUserCode, true, sess.PersonID, sess.AuthLevel, sess.AMR, "browser"); err != nil {
-			return DeviceStatusURL(deviceStatus(err)), nil
+		if err := s.ApproveDevice(ctx, r, ar.DeviceUserCode, a, "browser"); err != nil {
+			return DeviceStatusURL(DeviceStatus(err)), nil
 		}
 		return DeviceStatusURL("approved"), nil
 	}
 	if ar.ResponseType == "token" {
-		return s.completeImplicit(ctx, r, client, ar, sess, data)
+		return s.completeImplicit(ctx, r, client, ar, a, data)
 	}
 	code, hash := s.Hasher.Mint(token.AuthCode)
 	redirect := ""
@@ -162,14 +202,14 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 	}
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		if err := tx.CreateAuthCode(ctx, store.AuthCode{
-			Hash: hash, ClientID: client.ID, Subject: sess.PersonID, RedirectURI: redirect, Scopes: ar.Scopes,
+			Hash: hash, ClientID: client.ID, Subject: a.Subject(), RedirectURI: redirect, Scopes: a.Scopes(),
 			CodeChallenge: ar.CodeChallenge, CodeChallengeMethod: ar.CodeChallengeMethod,
-			AuthLevel: sess.AuthLevel, AMR: sess.AMR, Data: data, IssuedAt: now, ExpiresAt: now.Add(s.codeLifetime()),
+			AuthLevel: a.Level(), AMR: a.AMR(), Data: data, IssuedAt: now, ExpiresAt: now.Add(s.codeLifetime()),
 		}); err != nil {
 			return err
 		}
 		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.AuthzRequestGrantCreated,
-			ClientID: client.ID, AppName: client.Name, UserID: sess.PersonID})
+			ClientID: client.ID, AppName: client.Name, UserID: a.Subject()})
 	})
 	if err != nil {
 		return "", err
@@ -181,17 +221,17 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 	return addQuery(ar.RedirectURI, v), nil
 }
 
-func (s *Service) completeImplicit(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, sess store.Session, data []byte) (string, error) {
+func (s *Service) completeImplicit(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, a authflow.Approval, data []byte) (string, error) {
 	var resp *TokenResponse
 	err := s.Store.Tx(ctx, func(tx store.Store) error {
 		var err error
-		resp, _, err = s.mint(ctx, tx, issue{client: client, subject: sess.PersonID, scopes: ar.Scopes,
-			requested: ar.Scopes, authLevel: sess.AuthLevel, amr: sess.AMR, data: data})
+		resp, _, err = s.mint(ctx, tx, issue{client: client, subject: a.Subject(), scopes: a.Scopes(),
+			requested: ar.Scopes, authLevel: a.Level(), amr: a.AMR(), data: data})
 		if err != nil {
 			return err
 		}
 		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.AuthzRequestTokenCreated,
-			ClientID: client.ID, AppName: client.Name, UserID: sess.PersonID})
+			ClientID: client.ID, AppName: client.Name, UserID: a.Subject()})
 	})
 	if err != nil {
 		return "", err
@@ -221,8 +261,8 @@ func DeviceStatusURL(status string) string {
 	return PathDeviceVerification + "?status=" + url.QueryEscape(status)
 }
 
-// deviceStatus names the status page for a failed decision.
-func deviceStatus(err error) string {
+// DeviceStatus names the status page for a failed device decision.
+func DeviceStatus(err error) string {
 	switch {
 	case errors.Is(err, ErrUserCodeExpired):
 		return "expired"
@@ -236,8 +276,8 @@ func deviceStatus(err error) string {
 // DenyRedirect answers access_denied to the client (the person said no).
 func (s *Service) DenyRedirect(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, personID string) string {
 	if ar.DeviceUserCode != "" {
-		if err := s.DecideDevice(ctx, r, ar.DeviceUserCode, false, personID, 0, nil, "browser"); err != nil {
-			return DeviceStatusURL(deviceStatus(err))
+		if err := s.DenyDevice(ctx, r, ar.DeviceUserCode, personID); err != nil {
+			return DeviceStatusURL(DeviceStatus(err))
 		}
 		return DeviceStatusURL("denied")
 	}

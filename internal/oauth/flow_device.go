@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
@@ -284,10 +286,25 @@ func (s *Service) LookupUserCode(ctx context.Context, userCode string) (store.De
 	return d, nil
 }
 
-// DecideDevice approves (for the session's person) or denies a pending
-// device authorization.
-func (s *Service) DecideDevice(ctx context.Context, r *http.Request, userCode string, approve bool, subject string, level int,
-	amr []string, by string) error {
+// ApproveDevice approves a pending device authorization for the person of
+// an approval (authflow's decision); by is "browser" or "app".
+func (s *Service) ApproveDevice(ctx context.Context, r *http.Request, userCode string, a authflow.Approval, by string) error {
+	if a.Subject() == "" {
+		return errNotApproved
+	}
+	return s.decideDevice(ctx, r, userCode, by, func(d *store.DeviceCode) {
+		d.Status, d.Subject, d.AuthLevel, d.AMR, d.ApprovedBy = store.DeviceApproved, a.Subject(), a.Level(), a.AMR(), by
+	})
+}
+
+// DenyDevice records that the person said no: the device's next poll
+// answers access_denied.
+func (s *Service) DenyDevice(ctx context.Context, r *http.Request, userCode, subject string) error {
+	return s.decideDevice(ctx, r, userCode, "", func(d *store.DeviceCode) { d.Status, d.Subject = store.DeviceDenied, subject })
+}
+
+// decideDevice applies decide to a pending device authorization.
+func (s *Service) decideDevice(ctx context.Context, r *http.Request, userCode, by string, decide func(*store.DeviceCode)) error {
 	d, err := s.LookupUserCode(ctx, userCode)
 	if err != nil {
 		return err
@@ -300,11 +317,7 @@ func (s *Service) DecideDevice(ctx context.Context, r *http.Request, userCode st
 		case d.Status != store.DevicePending:
 			return d, ErrUserCodeDecided
 		}
-		if approve {
-			d.Status, d.Subject, d.AuthLevel, d.AMR, d.ApprovedBy = store.DeviceApproved, subject, level, amr, by
-		} else {
-			d.Status, d.Subject = store.DeviceDenied, subject
-		}
+		decide(&d)
 		return d, nil
 	})
 	if err != nil {
@@ -312,12 +325,12 @@ func (s *Service) DecideDevice(ctx context.Context, r *http.Request, userCode st
 	}
 	typ := EventDeviceDenied
 	switch {
-	case approve && by == "app":
+	case d.Status == store.DeviceApproved && by == "app":
 		typ = EventDeviceApprovedInApp
-	case approve:
+	case d.Status == store.DeviceApproved:
 		typ = EventDeviceGrantCreated
 	}
-	s.record(ctx, s.EventSink(), r, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: subject})
+	s.record(ctx, s.EventSink(), r, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: d.Subject})
 	return nil
 }
 
@@ -358,7 +371,10 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 				return oauthError(http.StatusForbidden, "insufficient_scope", "The app's grant does not cover the scope "+sc+" the device asks for.")
 			}
 		}
-		err = s.DecideDevice(ctx, r, userCode, true, t.Subject, g.AuthLevel, g.AMR, "app")
+		var a authflow.Approval
+		if a, err = s.inAppApproval(ctx, g, d); err == nil {
+			err = s.ApproveDevice(ctx, r, userCode, a, "app")
+		}
 	}
 	switch {
 	case errors.Is(err, ErrUserCodeUnknown):
@@ -372,4 +388,31 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// inAppApproval asks authflow whether the app's grant may approve device d:
+// the grant's authentication must reach the level the device's scopes
+// require, and its person must still be allowed to sign in.
+func (s *Service) inAppApproval(ctx context.Context, g store.Grant, d store.DeviceCode) (authflow.Approval, error) {
+	configured, err := s.Store.GetScopes(ctx, d.Scopes)
+	if err != nil {
+		return authflow.Approval{}, err
+	}
+	p, err := s.Store.GetPerson(ctx, g.Subject)
+	if errors.Is(err, store.ErrNotFound) {
+		p = store.Person{ID: g.Subject}
+	} else if err != nil {
+		return authflow.Approval{}, err
+	}
+	dec := authflow.Decide(s.Flow, authflow.Request{Kind: authflow.InApp, Scopes: d.Scopes, Configured: configured,
+		Person: &p, Auth: &authflow.Authentication{Level: g.AuthLevel, AMR: g.AMR, Time: g.CreatedAt}})
+	if a, ok := dec.Approved(); ok {
+		return a, nil
+	}
+	if dec.Reason == authflow.ReasonLevel {
+		// RFC 9470 section 3: the authentication behind the token is too weak.
+		return authflow.Approval{}, oauthError(http.StatusForbidden, ErrInsufficientUserAuthentication,
+			fmt.Sprintf("The device's scopes require authentication level %d; the app's sign-in reached %d.", dec.Level, g.AuthLevel))
+	}
+	return authflow.Approval{}, oauthError(http.StatusForbidden, ErrAccessDenied, "The person may not approve devices.")
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
@@ -51,6 +52,8 @@ type Service struct {
 	Issuer   string
 	Now      func() time.Time
 	Log      *slog.Logger
+	// Flow is the authentication levels authflow decides with.
+	Flow authflow.Policy
 
 	CodeLifetime        time.Duration // default 60 s
 	DeviceCodeLifetime  time.Duration // default 10 min

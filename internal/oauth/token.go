@@ -1,14 +1,17 @@
 package oauth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
@@ -303,8 +306,17 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 			}
 			scopes = requested
 		}
+		configured, err := tx.GetScopes(ctx, scopes)
+		if err != nil {
+			return err
+		}
+		if g.Subject != "" {
+			if err := s.refreshAllowed(ctx, tx, g, scopes, configured); err != nil {
+				return err
+			}
+		}
 		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-			grant: &g, refresh: rotate})
+			grant: &g, refresh: rotate, configured: configured, scopesRead: true})
 		if err != nil {
 			return err
 		}
@@ -330,6 +342,29 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 		return nil, err
 	}
 	return resp, nil
+}
+
+// refreshAllowed asks authflow whether a person's grant may be refreshed
+// for scopes: a refresh never yields more than the grant was authenticated
+// for (a scope whose level was raised since), and never for a person who
+// may no longer sign in.
+func (s *Service) refreshAllowed(ctx context.Context, tx store.Store, g store.Grant, scopes []string, configured []store.Scope) error {
+	p, err := tx.GetPerson(ctx, g.Subject)
+	if errors.Is(err, store.ErrNotFound) {
+		p = store.Person{ID: g.Subject}
+	} else if err != nil {
+		return err
+	}
+	dec := authflow.Decide(s.Flow, authflow.Request{Kind: authflow.Refresh, Scopes: scopes, Configured: configured,
+		Person: &p, Auth: &authflow.Authentication{Level: g.AuthLevel, AMR: g.AMR, Time: g.CreatedAt}})
+	if _, ok := dec.Approved(); ok {
+		return nil
+	}
+	if dec.Reason == authflow.ReasonLevel {
+		return &refusal{event: events.TokenRequestInvalidRefreshToken, err: badRequest(ErrInvalidGrant, fmt.Sprintf(
+			"The grant was authenticated at level %d; its scopes now require %d. Authorize again.", g.AuthLevel, dec.Level))}
+	}
+	return &refusal{event: events.TokenRequestInvalidRefreshToken, err: badRequest(ErrInvalidGrant, "The grant is no longer valid.")}
 }
 
 // passwordGrant is the deprecated resource owner password credentials grant
@@ -359,11 +394,30 @@ func (s *Service) passwordGrant(r *http.Request, client store.Client, form map[s
 		}
 		return nil, err
 	}
+	configured, err := s.Store.GetScopes(ctx, scopes)
+	if err != nil {
+		return nil, err
+	}
+	// A password reaches the password level and nothing more: no step-up
+	// without the hosted pages.
+	dec := authflow.Decide(s.Flow, authflow.Request{Kind: authflow.Password, Scopes: scopes, Configured: configured, Person: &p,
+		Auth: &authflow.Authentication{Level: s.Flow.PasswordLevel, AMR: []string{"DEFAULT"}, Time: s.Now()}})
+	a, ok := dec.Approved()
+	if !ok {
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name, UserID: p.ID})
+		if dec.Reason == authflow.ReasonLevel {
+			return nil, badRequest(ErrInvalidScope, fmt.Sprintf(
+				"The requested scopes require authentication level %d; a password reaches %d. Use the authorization code flow.",
+				dec.Level, s.Flow.PasswordLevel))
+		}
+		return nil, badRequest(ErrInvalidGrant, "The username or password is wrong.")
+	}
 	var resp *TokenResponse
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		var g store.Grant
-		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: p.ID, scopes: scopes, requested: requested,
-			authLevel: PasswordAuthLevel, amr: []string{"DEFAULT"}, refresh: allowsGrant(client, config.GrantRefreshToken)})
+		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: a.Subject(), scopes: a.Scopes(), requested: requested,
+			authLevel: a.Level(), amr: a.AMR(), refresh: allowsGrant(client, config.GrantRefreshToken),
+			configured: configured, scopesRead: true})
 		if err != nil {
 			return err
 		}
@@ -372,6 +426,3 @@ func (s *Service) passwordGrant(r *http.Request, client store.Client, form map[s
 	})
 	return resp, err
 }
-
-// PasswordAuthLevel is the authentication level a password login reaches.
-const PasswordAuthLevel = 1

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/config"
@@ -113,11 +114,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		Store: st, Hasher: h, Clients: s.clients, Passwords: s.identity, Events: rec,
 		Issuer: cfg.Issuer, Now: now, Log: logger, DeviceCodeLifetime: time.Duration(cfg.DeviceCodeLifetime),
 		EventLog: eventLog, ClientCache: clients,
+		Flow: authflow.Policy{PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel},
 	}
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,
 		Secure: strings.HasPrefix(cfg.Issuer, "https://"), Now: now, Log: logger,
-		PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel,
 	}
 	s.oauth.Pages = s.pages
 	s.oauth.Details = s.introspectionDetails()
