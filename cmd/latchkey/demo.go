@@ -45,6 +45,8 @@ func addDemo(cfg *config.Config) (*demoBanner, error) {
 				config.GrantClientCredentials, config.GrantDeviceCode},
 			Scopes:          []string{"read", "write"},
 			ConsentRequired: &yes,
+			// The demo's resource server: it may introspect the SPA's tokens too.
+			IntrospectAnyToken: true,
 		},
 		config.Client{
 			ClientID:                demoPublicID,

@@ -26,6 +26,7 @@ clients:
     client_secret: "bench-rs-secret-bench-rs-secret"
     grant_types: [client_credentials]
     scopes: [introspect]
+    introspect_any_token: true
   - client_id: bench-admin
     client_secret: "bench-admin-secret-bench-admin"
     grant_types: [client_credentials]

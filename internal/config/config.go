@@ -172,6 +172,12 @@ type Client struct {
 	AppIdentifier           string         `yaml:"app_identifier"`
 	AppPlatform             string         `yaml:"app_platform"`
 	AppVersion              string         `yaml:"app_version"`
+	// IntrospectAnyToken: this confidential client is a resource server and
+	// may introspect tokens issued to other clients (docs/SECURITY.md).
+	IntrospectAnyToken bool `yaml:"introspect_any_token"`
+	// DeviceApprovalClients: the other clients whose device flows this
+	// client's tokens may approve in-app.
+	DeviceApprovalClients []string `yaml:"device_approval_clients"`
 }
 
 // APIUser is an HTTP basic credential for the basic_auth APIs.
@@ -633,6 +639,14 @@ func (cl *Client) validate() error {
 		}
 		if g == GrantClientCredentials && cl.TokenEndpointAuthMethod == AuthNone {
 			return errors.New("grant_types: a public client cannot use client_credentials (RFC 6749 section 4.4)")
+		}
+	}
+	if cl.IntrospectAnyToken && cl.TokenEndpointAuthMethod == AuthNone {
+		return errors.New("introspect_any_token: a public client cannot introspect (RFC 7662 section 2.1)")
+	}
+	for _, id := range cl.DeviceApprovalClients {
+		if id == "" || id == cl.ClientID {
+			return fmt.Errorf("device_approval_clients: %q must name another client", id)
 		}
 	}
 	for _, r := range cl.RedirectURIs {

@@ -106,7 +106,7 @@ func testConfig(redirect string) *config.Config {
 			{ClientID: "web", Name: "Example App", ClientSecret: webSecret,
 				TokenEndpointAuthMethod: config.AuthClientSecretBasic, RedirectURIs: []string{redirect},
 				GrantTypes: []string{config.GrantAuthorizationCode, config.GrantRefreshToken},
-				Scopes:     []string{"read", "write"}, ConsentRequired: boolPtr(true)},
+				Scopes:     []string{"read", "write"}, ConsentRequired: boolPtr(true), IntrospectAnyToken: true},
 			{ClientID: "spa", Name: "Example SPA", TokenEndpointAuthMethod: config.AuthNone,
 				RedirectURIs: []string{redirect},
 				GrantTypes:   []string{config.GrantAuthorizationCode, config.GrantRefreshToken},

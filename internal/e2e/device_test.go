@@ -26,7 +26,7 @@ const deviceGrant = "urn:ietf:params:oauth:grant-type:device_code"
 const pollTimeout = 40 * time.Second
 
 // deviceEnv is the browser world plus a TV that asks for consent and an
-// app whose tokens may approve devices.
+// app whose tokens may approve the TV's device flows (device_approval_clients).
 func deviceEnv(t *testing.T, backend string) *env {
 	ctx := newBrowser(t)
 	app := newClientApp(t)
@@ -37,7 +37,8 @@ func deviceEnv(t *testing.T, backend string) *env {
 			ConsentRequired: boolPtr(true)},
 		config.Client{ClientID: "app", Name: "Example Mobile App", TokenEndpointAuthMethod: config.AuthNone,
 			RedirectURIs: []string{app.callbackURL()}, GrantTypes: []string{config.GrantAuthorizationCode},
-			Scopes: []string{"read", oauth.DeviceApproveScope}, ConsentRequired: boolPtr(false)})
+			Scopes: []string{"read", oauth.DeviceApproveScope}, ConsentRequired: boolPtr(false),
+			DeviceApprovalClients: []string{"tv"}})
 	s := servertest.Start(t, cfg, servertest.Options{Backend: backend})
 	return &env{backend: backend, s: s, app: app, ctx: ctx}
 }

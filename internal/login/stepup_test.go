@@ -30,7 +30,7 @@ func stepUpServer(t *testing.T, backend string) *servertest.Server {
 				Scopes: []string{"vault", "profile"}, ConsentRequired: &yes},
 			{ClientID: "app", ClientSecret: "app-secret-app-secret", RedirectURIs: []string{cb},
 				GrantTypes: []string{"authorization_code", "password"}, Scopes: []string{"vault", "profile", "access:device-authorization:approve"},
-				ConsentRequired: &no},
+				ConsentRequired: &no, DeviceApprovalClients: []string{"tv"}},
 		},
 		Persons: []config.Person{{Email: email, Password: pass}},
 	}

@@ -28,7 +28,8 @@ func deviceConfig() *config.Config {
 			Scopes: []string{"read", "write"}, ConsentRequired: &no},
 		config.Client{ClientID: "tv2", TokenEndpointAuthMethod: "none", GrantTypes: []string{deviceGrant}, Scopes: []string{"read"}},
 		config.Client{ClientID: "app", ClientSecret: "app-secret-app-secret", RedirectURIs: []string{redirect},
-			GrantTypes: []string{"authorization_code"}, Scopes: []string{"read", oauth.DeviceApproveScope}, ConsentRequired: &no})
+			GrantTypes: []string{"authorization_code"}, Scopes: []string{"read", oauth.DeviceApproveScope}, ConsentRequired: &no,
+			DeviceApprovalClients: []string{"tv", "tv2"}})
 	return cfg
 }
 
@@ -360,4 +361,39 @@ func TestDeviceIssuanceIsOneTransaction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A token of one client approves device flows of another only when the
+// operator listed that client in device_approval_clients: the person never
+// sees the device's client named in-app.
+func TestInAppApprovalAcrossClients(t *testing.T) {
+	cfg := func() *config.Config {
+		c := deviceConfig()
+		no := false
+		c.Clients = append(c.Clients, config.Client{ClientID: "app2", ClientSecret: "app2-secret-app2-secret", RedirectURIs: []string{redirect},
+			GrantTypes: []string{"authorization_code"}, Scopes: []string{"read", oauth.DeviceApproveScope}, ConsentRequired: &no,
+			DeviceApprovalClients: []string{"tv2"}})
+		return c
+	}
+	forEachBackendWith(t, cfg, func(t *testing.T, s *servertest.Server) {
+		oc := oauthConfig(s, "app2", "app2-secret-app2-secret", oauth2.AuthStyleInHeader)
+		oc.Scopes = []string{"read", oauth.DeviceApproveScope}
+		verifier := oauth2.GenerateVerifier()
+		back := authorize(t, s, browser(t, s), oc.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)))
+		app2, err := oc.Exchange(clientCtx(s), back.Query().Get("code"), oauth2.VerifierOption(verifier))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tv := deviceAuth(t, s, "tv", "read")
+		if r := approveInApp(t, s, app2.AccessToken, tv.UserCode); r.status != 403 || r.json["error"] != "access_denied" {
+			t.Fatalf("app2 approving tv: %d %v, want 403 access_denied", r.status, r.json)
+		}
+		if r := poll(t, s, "tv", tv.DeviceCode); r.json["error"] != "authorization_pending" {
+			t.Errorf("tv after a refused approval: %v, want authorization_pending", r.json)
+		}
+		tv2 := deviceAuth(t, s, "tv2", "read")
+		if r := approveInApp(t, s, app2.AccessToken, tv2.UserCode); r.status != 204 {
+			t.Errorf("app2 approving a listed client's device: %d %v", r.status, r.json)
+		}
+	})
 }

@@ -366,6 +366,9 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := s.LookupUserCode(ctx, userCode)
 	if err == nil {
+		if err := s.mayApproveFor(ctx, t.ClientID, d.ClientID); err != nil {
+			return err
+		}
 		for _, sc := range d.Scopes {
 			if !slices.Contains(g.Scopes, sc) {
 				return oauthError(http.StatusForbidden, "insufficient_scope", "The app's grant does not cover the scope "+sc+" the device asks for.")
@@ -388,6 +391,24 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// mayApproveFor decides whether tokens of client app may approve device
+// flows of client device: its own always, another's only when the operator
+// listed it in app's device_approval_clients — otherwise a person would hand
+// a token to a client they never saw named (no consent page in-app).
+func (s *Service) mayApproveFor(ctx context.Context, app, device string) error {
+	if app == device {
+		return nil
+	}
+	c, err := s.client(ctx, app)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if err == nil && slices.Contains(c.DeviceApprovalClients, device) {
+		return nil
+	}
+	return oauthError(http.StatusForbidden, ErrAccessDenied, "This app may not approve devices of another client.")
 }
 
 // inAppApproval asks authflow whether the app's grant may approve device d:

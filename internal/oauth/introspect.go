@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/store"
@@ -55,6 +56,12 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 		}
 		return he
 	}
+	if caller.TokenEndpointAuthMethod == config.AuthNone {
+		// RFC 7662 section 2.1: only an authenticated client may ask; a
+		// public client has nothing to authenticate with.
+		s.record(r.Context(), s.Store, r, events.OAuth{Type: EventIntrospectionFailed, ClientID: caller.ID})
+		return oauthError(http.StatusUnauthorized, ErrInvalidClient, "A public client cannot introspect tokens.")
+	}
 	if form["token"] == "" {
 		return badRequest(ErrInvalidRequest, "The token parameter is required.")
 	}
@@ -96,6 +103,11 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 		return nil, err
 	case !t.Active(g, now):
 		return fail(EventIntrospectionFailed) // a revoked grant's tokens spend no uses
+	case t.ClientID != caller.ID && !caller.IntrospectAnyToken:
+		// RFC 7662 section 4: a client sees its own tokens; only a resource
+		// server the operator named sees others'. Decided before a use is
+		// counted, so a foreign caller cannot spend a token's usage limit.
+		return fail(EventIntrospectionFailed)
 	}
 	if t.UsageLimit > 0 && t.Kind == store.KindAccess {
 		// One atomic conditional increment: exactly usage_limit answers are active.

@@ -32,7 +32,8 @@ func introspectConfig() *config.Config {
 	cfg := testConfig()
 	no := false
 	cfg.Clients = append(cfg.Clients,
-		config.Client{ClientID: "rs", ClientSecret: rsSecret, GrantTypes: []string{"client_credentials"}, Scopes: []string{"introspect"}},
+		config.Client{ClientID: "rs", ClientSecret: rsSecret, GrantTypes: []string{"client_credentials"}, Scopes: []string{"introspect"},
+			IntrospectAnyToken: true},
 		config.Client{ClientID: "mobile", TokenEndpointAuthMethod: "none", RedirectURIs: []string{redirect},
 			GrantTypes: []string{"authorization_code", "refresh_token"}, Scopes: []string{"read"}, ConsentRequired: &no,
 			AppIdentifier: "com.example.app", AppPlatform: "ios", AppVersion: "4.2.0"})
@@ -160,7 +161,7 @@ func TestIntrospectionCallerAndRequestErrors(t *testing.T) {
 	}{
 		"no client credentials": {url.Values{"token": {"x"}}, "", "", 401, "invalid_client"},
 		"wrong secret":          {url.Values{"token": {"x"}}, "rs", "wrong", 401, "invalid_client"},
-		"public client":         {url.Values{"token": {"x"}, "client_id": {"spa"}}, "", "", 200, ""},
+		"public client":         {url.Values{"token": {"x"}, "client_id": {"spa"}}, "", "", 401, "invalid_client"},
 		"missing token":         {url.Values{}, "rs", rsSecret, 400, "invalid_request"},
 		"bad refresh flag":      {url.Values{"token": {"x"}, "refresh_user_details": {"maybe"}}, "rs", rsSecret, 400, "invalid_request"},
 		"repeated token":        {url.Values{"token": {"x", "y"}}, "rs", rsSecret, 400, "invalid_request"},

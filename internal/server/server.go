@@ -227,6 +227,8 @@ func (s *Server) storeClient(c config.Client) (store.Client, error) {
 		AppIdentifier:           c.AppIdentifier,
 		AppPlatform:             c.AppPlatform,
 		AppVersion:              c.AppVersion,
+		IntrospectAnyToken:      c.IntrospectAnyToken,
+		DeviceApprovalClients:   c.DeviceApprovalClients,
 	}
 	if c.ClientSecret != "" {
 		sc.SecretHash = s.secrets.Hash(token.LabelClientSecret, c.ClientSecret)

@@ -54,8 +54,15 @@ type Client struct {
 	AppIdentifier           string
 	AppPlatform             string
 	AppVersion              string
-	CreatedAt               time.Time // set by the backend on insert
-	UpdatedAt               time.Time // set by the backend on every write
+	// IntrospectAnyToken lets a confidential client introspect tokens issued
+	// to other clients (a resource server); without it a client sees only
+	// its own tokens as active.
+	IntrospectAnyToken bool
+	// DeviceApprovalClients are the other clients whose device flows this
+	// client's access tokens may approve in-app (its own always).
+	DeviceApprovalClients []string
+	CreatedAt             time.Time // set by the backend on insert
+	UpdatedAt             time.Time // set by the backend on every write
 }
 
 // Clients stores OAuth clients.

@@ -20,7 +20,7 @@ func fullClient(id string) store.Client {
 		GrantTypes: []string{"authorization_code", "refresh_token"}, Scopes: []string{"read", "write"},
 		ConsentRequired: true, AllowPlainPKCE: true, AccessTokenLifetime: 15 * time.Minute,
 		RefreshTokenLifetime: 720*time.Hour + time.Nanosecond, AppIdentifier: "com.example.app",
-		AppPlatform: "ios", AppVersion: "1.2.3",
+		AppPlatform: "ios", AppVersion: "1.2.3", IntrospectAnyToken: true, DeviceApprovalClients: []string{"tv", "console"},
 	}
 }
 
