@@ -105,8 +105,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // key prints: what is wrong and what to do, naming the file, never the key.
 func errServerKeyMismatch(keyFile string) error {
 	return fmt.Errorf("server key mismatch: the database was set up with a different server key than "+
-		"secret_key_file %s holds; start this instance with the key file the database's other instances use "+
-		"(see \"Server key\" in docs/DESIGN.md)", keyFile)
+		"secret_key_file %s holds; start it with the key file the database was set up with, which every instance "+
+		"on this database must share (see \"Server key\" in docs/DESIGN.md)", keyFile)
 }
 
 // serveDebug serves net/http/pprof on its own listener, so the profiler is
