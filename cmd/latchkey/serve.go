@@ -17,6 +17,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/backend"
 	"github.com/latchkey/latchkey/internal/token"
 )
@@ -56,6 +57,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer st.Close()
 
 	srv, err := server.New(ctx, cfg, st, logger, key, server.Options{Demo: *demo})
+	if errors.Is(err, store.ErrServerKeyMismatch) {
+		return errServerKeyMismatch(cfg.SecretKeyFile)
+	}
 	if err != nil {
 		return err
 	}
@@ -95,6 +99,14 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// errServerKeyMismatch is the one line an instance started with the wrong
+// key prints: what is wrong and what to do, naming the file, never the key.
+func errServerKeyMismatch(keyFile string) error {
+	return fmt.Errorf("server key mismatch: the database was set up with a different server key than "+
+		"secret_key_file %s holds; start it with the key file the database was set up with, which every instance "+
+		"on this database must share (see \"Server key\" in docs/DESIGN.md)", keyFile)
 }
 
 // serveDebug serves net/http/pprof on its own listener, so the profiler is

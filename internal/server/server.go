@@ -63,11 +63,18 @@ type Options struct {
 }
 
 // New builds a Server on an opened, migrated store, and writes the static
-// clients of cfg into it.
+// clients of cfg into it. It fails with store.ErrServerKeyMismatch when the
+// store belongs to another server key.
 func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.Logger, serverKey []byte, opts Options) (*Server, error) {
 	h, err := token.NewHasher(serverKey)
 	if err != nil {
 		return nil, err
+	}
+	// Before anything is written: an instance with another key would
+	// overwrite the static clients' secret hashes with its own, and every
+	// instance with the recorded key would then answer invalid_client.
+	if err := st.ClaimServerKey(ctx, h.Fingerprint()); err != nil {
+		return nil, fmt.Errorf("server key: %w", err)
 	}
 	now := opts.Now
 	if now == nil {

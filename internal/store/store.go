@@ -31,7 +31,25 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrConflict: a unique key is already taken, or a single-use value was already used.
 	ErrConflict = errors.New("store: conflict")
+	// ErrServerKeyMismatch: the database records another server key's
+	// fingerprint than the one claimed.
+	ErrServerKeyMismatch = errors.New("store: the database belongs to a different server key")
 )
+
+// ServerKeys records which server key a database belongs to. Everything
+// keyed or sealed with the server key (client secret and token hashes,
+// sealed TOTP secrets and key pairs) is useless under another key, so an
+// instance with another key must not serve from the database, nor write
+// hashes of its own into it.
+type ServerKeys interface {
+	// ClaimServerKey records fingerprint (a one-way fingerprint of the
+	// server key, never the key) when none is recorded, and returns nil
+	// when the recorded one equals it. It returns ErrServerKeyMismatch when
+	// another fingerprint is recorded. Of concurrent first claims with
+	// different fingerprints exactly one is recorded; the others get
+	// ErrServerKeyMismatch.
+	ClaimServerKey(ctx context.Context, fingerprint []byte) error
+}
 
 // Client is an OAuth client (RFC 6749 section 2). Secrets are never stored in
 // the clear: SecretHash is a keyed hash of a machine-generated secret, and
@@ -100,6 +118,7 @@ type Store interface {
 	Scopes
 	DeviceCodes
 	ConfigUnits
+	ServerKeys
 
 	// Tx runs fn inside one transaction: fn's Store sees and writes only
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.

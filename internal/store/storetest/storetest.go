@@ -42,6 +42,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"Scopes", testScopes},
 		{"DeviceCodes", testDeviceCodes},
 		{"ConfigUnits", testConfigUnits},
+		{"ServerKeys", testServerKeys},
 		{"TxCommit", testTxCommit},
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
@@ -70,6 +71,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"CreateScopeRace", testCreateScopeRace},
 		{"DeviceCodeRace", testDeviceCodeRace},
 		{"RevocationRace", testRevocationRace},
+		{"ServerKeyRace", testServerKeyRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
