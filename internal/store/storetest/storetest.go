@@ -46,6 +46,8 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
 		{"SavepointKeepsTheRest", testSavepoint},
+		{"RevokePerson", testRevokePerson},
+		{"DeletePerson", testDeletePerson},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
@@ -70,6 +72,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"CreateScopeRace", testCreateScopeRace},
 		{"DeviceCodeRace", testDeviceCodeRace},
 		{"RevocationRace", testRevocationRace},
+		{"RevokePersonRace", testRevokePersonRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
