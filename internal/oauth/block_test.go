@@ -305,3 +305,27 @@ func TestIssuanceRacingABlock(t *testing.T) {
 		}
 	})
 }
+
+// TestDeviceApprovedBeforeABlockGetsNothing: a device the person approved
+// before being blocked hears access_denied at its poll, and gets no tokens.
+func TestDeviceApprovedBeforeABlockGetsNothing(t *testing.T) {
+	cfg := func() *config.Config {
+		c := deviceConfig()
+		c.APIUsers = []config.APIUser{{Username: "admin", Password: apiPass}}
+		return c
+	}
+	forEachBackendWith(t, cfg, func(t *testing.T, s *servertest.Server) {
+		app := appToken(t, s, "read", "access:device-authorization:approve")
+		d := deviceAuth(t, s, "tv", "read")
+		if r := approveInApp(t, s, app.AccessToken, d.UserCode); r.status != http.StatusNoContent {
+			t.Fatalf("in-app approval: %d %v", r.status, r.json)
+		}
+		setStatus(t, s, personEmail, "BLOCKED")
+		if r := poll(t, s, "tv", d.DeviceCode); r.status != 400 || r.json["error"] != "access_denied" {
+			t.Errorf("poll after the block: %d %s, want access_denied", r.status, r.body)
+		}
+		if r := poll(t, s, "tv", d.DeviceCode); r.status != 400 || r.json["error"] != "invalid_grant" {
+			t.Errorf("poll again: %d %s, want invalid_grant (the approval is spent)", r.status, r.body)
+		}
+	})
+}
