@@ -2,6 +2,7 @@
 //
 //	latchkey serve [--config FILE] [--demo]
 //	latchkey migrate [--config FILE]
+//	latchkey person show|block|unblock|delete ...
 //	latchkey version
 package main
 
@@ -30,6 +31,9 @@ const usage = `usage:
                                             load benchmark against the bare-HTTP ceiling
   latchkey person show --email ADDRESS [--config FILE] [--partition P]
                                             show a person (no credential material)
+  latchkey person block|unblock|delete EMAIL_OR_ID [--config FILE] [--partition P]
+                                            block (revoking every session and token),
+                                            unblock or delete a person
   latchkey version                          print the version
 `
 
@@ -120,16 +124,22 @@ func flags(name string) *flag.FlagSet {
 
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(os.Stdout, "usage of latchkey %s:\n", fs.Name())
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return err
-		}
-		return usageError{err}
+		return parseError(fs, err)
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
 	}
 	return nil
+}
+
+// parseError reports a failed fs.Parse: -h prints the flags on stdout,
+// anything else is a usage error.
+func parseError(fs *flag.FlagSet, err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(os.Stdout, "usage of latchkey %s:\n", fs.Name())
+		fs.SetOutput(os.Stdout)
+		fs.PrintDefaults()
+		return err
+	}
+	return usageError{err}
 }

@@ -37,10 +37,17 @@ type identityView struct {
 	ExternalID string `json:"external_person_id"`
 }
 
-// personCmd is "latchkey person show --email ADDRESS [--partition P]".
+// personCmd is "latchkey person show|block|unblock|delete ...".
 func personCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "show" {
-		return usageError{errors.New(`person: want "person show --email ADDRESS"`)}
+	if len(args) == 0 {
+		return usageError{errors.New(`person: want "person show|block|unblock|delete"`)}
+	}
+	switch args[0] {
+	case "show":
+	case "block", "unblock", "delete":
+		return personChangeCmd(ctx, args[0], args[1:], stdout)
+	default:
+		return usageError{fmt.Errorf(`person: unknown subcommand %q (want show, block, unblock or delete)`, args[0])}
 	}
 	fs := flags("person show")
 	path := fs.String("config", "", "YAML config `file`")

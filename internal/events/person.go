@@ -14,9 +14,11 @@ import (
 const (
 	PersonCreated = "person.PersonCreatedEvent"
 	PersonUpdated = "person.PersonUpdatedEvent"
+	PersonDeleted = "person.PersonDeletedEvent"
 )
 
-var personNames = map[string]string{PersonCreated: "Person Created", PersonUpdated: "Person Updated"}
+var personNames = map[string]string{PersonCreated: "Person Created", PersonUpdated: "Person Updated",
+	PersonDeleted: "Person Deleted"}
 
 // Person is a person event about to be recorded.
 type Person struct {

@@ -240,3 +240,88 @@ func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) erro
 	}
 	return nil
 }
+
+// KnownStatus reports whether status is one of the person statuses.
+func KnownStatus(status string) bool {
+	switch status {
+	case StatusCreated, StatusInvited, StatusActivated, StatusBlocked, StatusInactive:
+		return true
+	}
+	return false
+}
+
+// ErrUnknownStatus: SetStatus was given a status that is not one of the five.
+var ErrUnknownStatus = errors.New("identity: unknown person status")
+
+// EnforceStatus ends everything a person holds — sessions, grants, access
+// and refresh tokens — when status may not sign in. Every writer of a
+// person's status calls it in the transaction that writes the status
+// (after UpdatePerson, which holds the person's row): the status and the
+// revocation commit together, and an issuance that waited on the row sees
+// the new status (oauth's lockPerson).
+func EnforceStatus(ctx context.Context, tx store.Store, personID, status string, now time.Time) (store.PersonRevocation, error) {
+	if MaySignIn(status) {
+		return store.PersonRevocation{}, nil
+	}
+	return tx.RevokePerson(ctx, personID, now)
+}
+
+// SetStatus sets a person's status; agent is who did it (the person
+// event's event_agent_user). A status that may not sign in (BLOCKED,
+// INACTIVE, INVITED) revokes everything the person holds in the same
+// transaction — also when the person had that status already, so that
+// blocking again sweeps anything left. ErrNotFound (store) for an unknown
+// person.
+func (s *Service) SetStatus(ctx context.Context, personID, status, agent string) (store.PersonRevocation, error) {
+	if !KnownStatus(status) {
+		return store.PersonRevocation{}, fmt.Errorf("%w %q (want one of %s, %s, %s, %s, %s)", ErrUnknownStatus, status,
+			StatusCreated, StatusInvited, StatusActivated, StatusBlocked, StatusInactive)
+	}
+	var out store.PersonRevocation
+	err := s.Store.Tx(ctx, func(tx store.Store) error {
+		var partition string
+		changed := false
+		if err := tx.UpdatePerson(ctx, personID, func(p store.Person) (store.Person, error) {
+			partition, changed = p.Partition, p.Status != status
+			p.Status = status
+			return p, nil
+		}); err != nil {
+			return err
+		}
+		var err error
+		if out, err = EnforceStatus(ctx, tx, personID, status, s.Now().UTC()); err != nil {
+			return err
+		}
+		if !changed {
+			return nil
+		}
+		return s.Events.RecordPerson(ctx, tx, nil, events.Person{Type: events.PersonUpdated, PersonID: personID,
+			AgentUser: agent, Partition: partition})
+	})
+	return out, err
+}
+
+// DeletePerson deletes a person with their identities and remembered
+// consents and revokes everything they held, in one transaction; agent is
+// who did it. ErrNotFound (store) for an unknown person.
+func (s *Service) DeletePerson(ctx context.Context, personID, agent string) (store.PersonRevocation, error) {
+	var out store.PersonRevocation
+	err := s.Store.Tx(ctx, func(tx store.Store) error {
+		// The row first, as issuance and status changes take it: a
+		// concurrent issuance either commits before (and is revoked here)
+		// or finds no person.
+		p, err := tx.LockPerson(ctx, personID)
+		if err != nil {
+			return err
+		}
+		if out, err = tx.RevokePerson(ctx, personID, s.Now().UTC()); err != nil {
+			return err
+		}
+		if err := tx.DeletePerson(ctx, personID); err != nil {
+			return err
+		}
+		return s.Events.RecordPerson(ctx, tx, nil, events.Person{Type: events.PersonDeleted, PersonID: personID,
+			AgentUser: agent, Partition: p.Partition})
+	})
+	return out, err
+}

@@ -201,6 +201,11 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 		redirect = ar.RedirectURI
 	}
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
+		// The exchange checks the person again; refusing here spares the
+		// client a code that cannot be exchanged.
+		if err := lockPerson(ctx, tx, a.Subject()); err != nil {
+			return err
+		}
 		if err := tx.CreateAuthCode(ctx, store.AuthCode{
 			Hash: hash, ClientID: client.ID, Subject: a.Subject(), RedirectURI: redirect, Scopes: a.Scopes(),
 			CodeChallenge: ar.CodeChallenge, CodeChallengeMethod: ar.CodeChallengeMethod,
@@ -211,6 +216,9 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.AuthzRequestGrantCreated,
 			ClientID: client.ID, AppName: client.Name, UserID: a.Subject()})
 	})
+	if errors.Is(err, errPersonInactive) {
+		return s.inactiveRedirect(ar), nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -233,6 +241,9 @@ func (s *Service) completeImplicit(ctx context.Context, r *http.Request, client 
 		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.AuthzRequestTokenCreated,
 			ClientID: client.ID, AppName: client.Name, UserID: a.Subject()})
 	})
+	if errors.Is(err, errPersonInactive) {
+		return s.inactiveRedirect(ar), nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -242,6 +253,13 @@ func (s *Service) completeImplicit(ctx context.Context, r *http.Request, client 
 		v.Set("state", ar.State)
 	}
 	return ar.RedirectURI + "#" + v.Encode(), nil
+}
+
+// inactiveRedirect answers access_denied to the client of a request whose
+// person was blocked or deleted while it was being approved.
+func (s *Service) inactiveRedirect(ar *AuthorizeRequest) string {
+	return s.ErrorRedirect(ar, &AuthorizeError{Code: ErrAccessDenied, Description: "The account cannot sign in.",
+		Redirect: true, RedirectURI: ar.RedirectURI, State: ar.State})
 }
 
 // ErrorRedirect is the redirect of RFC 6749 section 4.1.2.1 for aerr.

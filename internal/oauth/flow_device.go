@@ -202,6 +202,7 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 	now := s.Now().UTC()
 	var outcome pollOutcome
 	var resp *TokenResponse
+	inactive := false
 	// One transaction marks the code used and mints its tokens, as the code
 	// exchange does: a failure in between rolls both back, and the person's
 	// approval waits for the next poll instead of being lost.
@@ -236,6 +237,12 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 		var g store.Grant
 		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: d.Subject, scopes: d.Scopes, requested: d.Scopes,
 			authLevel: d.AuthLevel, amr: d.AMR, refresh: allowsGrant(client, config.GrantRefreshToken)})
+		if errors.Is(err, errPersonInactive) {
+			// The person who approved was blocked or deleted since: commit
+			// the code as used (the approval is spent) and issue nothing.
+			inactive = true
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -251,6 +258,9 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceExpired, ClientID: client.ID, AppName: client.Name})
 		}
 		return nil, err
+	case inactive:
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceDenied, ClientID: client.ID, AppName: client.Name})
+		return nil, badRequest(ErrAccessDenied, "The account that approved the device cannot sign in.")
 	case outcome == pollPending:
 		return nil, badRequest(errAuthzPending, "The authorization request is still pending")
 	case outcome == pollSlowDown:

@@ -18,6 +18,7 @@ import (
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -146,10 +147,42 @@ type issue struct {
 	scopesRead bool
 }
 
+// errPersonInactive: the person an issuance is for may no longer sign in
+// (blocked, inactive, invited) or was deleted.
+var errPersonInactive = errors.New("oauth: the person may not sign in")
+
+// lockPerson locks the person of an issuance inside its transaction and
+// returns errPersonInactive for one who may not sign in. It is the
+// authority over the person's status: authflow decided on a read made
+// before the transaction, and a block may have committed since. Holding
+// the row until the issuance commits makes a concurrent block wait, and
+// its RevokePerson then finds what was issued. Every transaction that
+// issues for a person takes this lock before it writes anything, and
+// before it locks a token row (the refresh grant), in the order a block
+// takes them (person, then grants and tokens): no deadlock between them.
+func lockPerson(ctx context.Context, tx store.Store, subject string) error {
+	if subject == "" {
+		return nil // client credentials: no person
+	}
+	p, err := tx.LockPerson(ctx, subject)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !identity.MaySignIn(p.Status) {
+		return errPersonInactive
+	}
+	return err
+}
+
 // mint writes the grant and tokens of is through st (a transaction) and
-// returns the response.
+// returns the response. It returns errPersonInactive, having written
+// nothing, when the person may no longer sign in.
 func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenResponse, store.Grant, error) {
 	now := s.Now().UTC()
+	subject := is.subject
+	if is.grant != nil {
+		subject = is.grant.Subject
+	}
+	if err := lockPerson(ctx, st, subject); err != nil {
+		return nil, store.Grant{}, err
+	}
 	var data grantData
 	switch {
 	case is.grant != nil && len(is.grant.Data) > 0:
@@ -164,10 +197,6 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	if s.Details.AccessHook.Enabled() {
 		// The hook runs inside the transaction so that a code or refresh
 		// token stays single use; its bounded timeout bounds the hold.
-		subject := is.subject
-		if is.grant != nil {
-			subject = is.grant.Subject
-		}
 		narrowed, claims, err := s.accessTokenHook(ctx, st, is.client, subject, is.scopes, data.HookParams)
 		if err != nil {
 			return nil, store.Grant{}, err

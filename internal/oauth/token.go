@@ -189,6 +189,10 @@ func (s *Service) exchange(r *http.Request, tx store.Store, client store.Client,
 		authLevel: c.AuthLevel, amr: c.AMR, data: c.Data,
 		refresh: allowsGrant(client, config.GrantRefreshToken),
 	})
+	if errors.Is(err, errPersonInactive) {
+		// Blocked or deleted after the code was issued.
+		return invalid(events.TokenRequestInvalidGrant, "The account of the authorization code cannot sign in.")
+	}
 	if err != nil {
 		return err
 	}
@@ -262,6 +266,18 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 	var resp *TokenResponse
 	var reused store.Token
 	err := s.Store.Tx(ctx, func(tx store.Store) error {
+		// The person's row is locked before the token's (UseRefreshToken):
+		// a block locks the person and then revokes the tokens, so taking
+		// them in the other order could deadlock with it.
+		if pre, err := tx.GetToken(ctx, hash); err == nil && pre.Kind == store.KindRefresh && pre.ClientID == client.ID {
+			if err := lockPerson(ctx, tx, pre.Subject); errors.Is(err, errPersonInactive) {
+				return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
+			} else if err != nil {
+				return err
+			}
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 		var t store.Token
 		var err error
 		if rotate {
@@ -317,6 +333,9 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 		}
 		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
 			grant: &g, refresh: rotate, configured: configured, scopesRead: true})
+		if errors.Is(err, errPersonInactive) {
+			return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
+		}
 		if err != nil {
 			return err
 		}
@@ -424,5 +443,12 @@ func (s *Service) passwordGrant(r *http.Request, client store.Client, form map[s
 		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.TokenRequestPasswordCreated,
 			ClientID: client.ID, AppName: client.Name, UserID: p.ID, TransactionID: g.ID})
 	})
+	if errors.Is(err, errPersonInactive) {
+		// Blocked between the password check and the issuance: answered
+		// as a wrong password is, so the answer tells nothing of the account.
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRequestPasswordInvalid, ClientID: client.ID,
+			AppName: client.Name, UserID: p.ID})
+		return nil, badRequest(ErrInvalidGrant, "The username or password is wrong.")
+	}
 	return resp, err
 }

@@ -178,6 +178,11 @@ func (s *Service) writeOne(ctx context.Context, st store.Store, c candidate, o O
 		if errors.Is(err, store.ErrConflict) {
 			return errFailed{fail(CodeInvalidEmail, c.ref, "email address %q is already used by another account", clip(p.Email))}
 		}
+		if err == nil {
+			// An import that blocks a person ends their sessions and
+			// tokens in this person's savepoint: with the update, or not at all.
+			_, err = identity.EnforceStatus(ctx, st, p.ID, p.Status, s.Now().UTC())
+		}
 	}
 	if err != nil {
 		return err

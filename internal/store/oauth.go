@@ -85,6 +85,17 @@ type Persons interface {
 	LinkIdentity(ctx context.Context, e ExternalIdentity) error
 	// ListIdentities returns the identities linked to a person.
 	ListIdentities(ctx context.Context, personID string) ([]ExternalIdentity, error)
+	// LockPerson reads a person for an issuance: inside a transaction the
+	// row stays locked against writers until the transaction ends, so a
+	// status change (UpdatePerson) or DeletePerson waits for the issuance,
+	// and an issuance that waits sees the person as the writer left it.
+	// ErrNotFound for an unknown ID.
+	LockPerson(ctx context.Context, id string) (Person, error)
+	// DeletePerson removes a person with their linked identities and
+	// remembered consents (an ID may come back through an import, and must
+	// not inherit them). It does not revoke: see Store.RevokePerson.
+	// ErrNotFound for an unknown ID.
+	DeletePerson(ctx context.Context, id string) error
 }
 
 // Grant is one authorization: what a client may do for a subject. Every token
@@ -209,6 +220,13 @@ type Session struct {
 	AMR       []string
 	AuthTime  time.Time
 	ExpiresAt time.Time
+}
+
+// PersonRevocation counts what RevokePerson ended.
+type PersonRevocation struct {
+	Grants   int64 // grants revoked (grants revoked before are not counted)
+	Tokens   int64 // access and refresh tokens revoked
+	Sessions int64 // login sessions deleted
 }
 
 // Sessions stores pending authorization requests and login sessions.

@@ -128,6 +128,14 @@ type Store interface {
 	// the enclosing transaction goes on (a bulk import keeps the persons that
 	// succeeded). Outside a transaction it is Tx.
 	Savepoint(ctx context.Context, fn func(Store) error) error
+	// RevokePerson ends everything a person holds, in one transaction:
+	// every grant whose subject is personID and every token of those
+	// grants is revoked at now, and the person's login sessions are
+	// deleted. Once it has returned, no instance answers any of those
+	// tokens as active. Revoking again is not an error. It does not stop
+	// new issuance: issuance checks the person's status under LockPerson,
+	// and the caller changes the status in the same transaction.
+	RevokePerson(ctx context.Context, personID string, now time.Time) (PersonRevocation, error)
 	// DeleteExpired removes what expired before now (tokens past their
 	// grant's end, codes, pending requests, sessions, assertion ids) and
 	// reports how many records it removed. Grants and tokens are kept until

@@ -138,3 +138,25 @@ func (db *DB) ListIdentities(ctx context.Context, personID string) ([]store.Exte
 	}
 	return out, db.d.Translate(rows.Err())
 }
+
+// LockPerson reads a person FOR UPDATE (PostgreSQL); SQLite's writer
+// transaction already excludes every other writer.
+func (db *DB) LockPerson(ctx context.Context, id string) (store.Person, error) {
+	p, err := scanPerson(db.queryRowWrite(ctx, `SELECT `+personColumns+` FROM persons WHERE id = ?`+db.d.ForUpdate, id))
+	return p, db.scanErr(err)
+}
+
+// DeletePerson removes a person, their identities and their consents.
+func (db *DB) DeletePerson(ctx context.Context, id string) error {
+	return db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		if err := tx.execOne(ctx, `DELETE FROM persons WHERE id = ?`, id); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM person_identities WHERE person_id = ?`, id); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, `DELETE FROM consents WHERE person_id = ?`, id)
+		return err
+	})
+}

@@ -47,6 +47,8 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
 		{"SavepointKeepsTheRest", testSavepoint},
+		{"RevokePerson", testRevokePerson},
+		{"DeletePerson", testDeletePerson},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
@@ -72,6 +74,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"DeviceCodeRace", testDeviceCodeRace},
 		{"RevocationRace", testRevocationRace},
 		{"ServerKeyRace", testServerKeyRace},
+		{"RevokePersonRace", testRevokePersonRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}

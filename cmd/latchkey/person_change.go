@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/backend"
+)
+
+// personChangeCmd is "latchkey person block|unblock|delete EMAIL_OR_ID
+// [--config FILE] [--partition P]". Blocking and deleting revoke every
+// session, grant and token of the person in the transaction that changes
+// the person (identity.SetStatus, identity.DeletePerson).
+func personChangeCmd(ctx context.Context, verb string, args []string, stdout io.Writer) error {
+	fs := flags("person " + verb)
+	path := fs.String("config", "", "YAML config `file`")
+	partition := fs.String("partition", "", "persons `partition` of an email address (default: the default partition)")
+	ref, err := parseRef(fs, args)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		return err
+	}
+	st, err := backend.Open(ctx, cfg.Database)
+	if err != nil {
+		if strings.HasPrefix(cfg.Database, "sqlite:") {
+			// The embedded store is locked to the serving process, whose
+			// in-memory token cache must see every revocation.
+			return fmt.Errorf("database: %w (stop latchkey serve first, or block through the import API)", err)
+		}
+		return fmt.Errorf("database: %w", err)
+	}
+	defer st.Close()
+	p, err := findPerson(ctx, st, ref, *partition)
+	if err != nil {
+		return err
+	}
+	svc, err := identity.New(st, events.NewRecorder(), time.Now)
+	if err != nil {
+		return err
+	}
+	agent := cliAgent()
+	who := fmt.Sprintf("%s (id %s)", p.Email, p.ID)
+	switch verb {
+	case "block":
+		r, err := svc.SetStatus(ctx, p.ID, identity.StatusBlocked, agent)
+		if err != nil {
+			return err
+		}
+		was := ""
+		if p.Status == identity.StatusBlocked {
+			was = " (was already blocked)"
+		}
+		fmt.Fprintf(stdout, "blocked %s%s: %s\n", who, was, revoked(r))
+	case "unblock":
+		switch {
+		case identity.MaySignIn(p.Status):
+			fmt.Fprintf(stdout, "%s is not blocked (status %s): nothing changed\n", who, p.Status)
+			return nil
+		case p.Status == identity.StatusInvited:
+			return fmt.Errorf("%s is %s, not blocked: the invitation must be accepted", who, p.Status)
+		}
+		if _, err := svc.SetStatus(ctx, p.ID, identity.StatusActivated, agent); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "unblocked %s: status %s -> %s; tokens revoked by the block stay revoked\n",
+			who, p.Status, identity.StatusActivated)
+	case "delete":
+		r, err := svc.DeletePerson(ctx, p.ID, agent)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "deleted %s: %s\n", who, revoked(r))
+	}
+	return nil
+}
+
+// parseRef parses the flags and the one positional argument, which may
+// come before, between or after them.
+func parseRef(fs *flag.FlagSet, args []string) (string, error) {
+	ref := ""
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", parseError(fs, err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if ref != "" {
+			return "", usageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+		}
+		ref, args = fs.Arg(0), fs.Args()[1:]
+	}
+	if ref == "" {
+		return "", usageError{fmt.Errorf("%s: want the person's EMAIL or ID", fs.Name())}
+	}
+	return ref, nil
+}
+
+// findPerson finds a person by email address (within partition) or by ID.
+func findPerson(ctx context.Context, st store.Store, ref, partition string) (store.Person, error) {
+	var p store.Person
+	var err error
+	if strings.Contains(ref, "@") {
+		p, err = st.GetPersonByEmail(ctx, partition, ref)
+	} else {
+		p, err = st.GetPerson(ctx, ref)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		if strings.Contains(ref, "@") {
+			return p, fmt.Errorf("no person with email %q in partition %q", ref, partition)
+		}
+		return p, fmt.Errorf("no person with id %q", ref)
+	}
+	return p, err
+}
+
+func revoked(r store.PersonRevocation) string {
+	return fmt.Sprintf("revoked %d grant(s) and %d token(s), ended %d session(s)", r.Grants, r.Tokens, r.Sessions)
+}
+
+// cliAgent names the operator in the person events (event_agent_user).
+func cliAgent() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	return "cli"
+}

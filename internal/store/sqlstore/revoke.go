@@ -1,0 +1,71 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// maxGrantInvalidations: a person with more revoked grants than this drops
+// the whole token cache instead of one entry list per grant.
+const maxGrantInvalidations = 1000
+
+// RevokePerson revokes a person's grants and their tokens and deletes the
+// person's sessions, in one transaction. The queries name the condition of
+// the partial index grants_subject (migration 0011), so the planner may use it.
+func (db *DB) RevokePerson(ctx context.Context, personID string, now time.Time) (store.PersonRevocation, error) {
+	var out store.PersonRevocation
+	err := db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		out = store.PersonRevocation{}
+		if personID == "" {
+			return nil // "" is the subject of client credentials, not a person
+		}
+		rows, err := tx.query(ctx, `UPDATE grants SET revoked_at = ? WHERE subject = ? AND subject <> '' AND revoked_at = 0
+			RETURNING id`, micros(now), personID)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return db.d.Translate(err)
+		}
+		out.Grants = int64(len(ids))
+		// The token cache answers introspection from memory (SQLite): drop
+		// what it holds of these grants once the transaction has ended.
+		if len(ids) > maxGrantInvalidations {
+			tx.invalidate(invalidation{all: true})
+		} else {
+			for _, id := range ids {
+				tx.invalidate(invalidation{grant: id})
+			}
+		}
+		// Tokens of grants revoked before are revoked too: a token row then
+		// reads revoked on its own, whoever reads it.
+		res, err := tx.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE revoked_at = 0 AND grant_id IN
+			(SELECT id FROM grants WHERE subject = ? AND subject <> '')`, micros(now), personID)
+		if err != nil {
+			return err
+		}
+		if out.Tokens, err = affected(res); err != nil {
+			return err
+		}
+		res, err = tx.exec(ctx, `DELETE FROM sessions WHERE person_id = ?`, personID)
+		if err != nil {
+			return err
+		}
+		out.Sessions, err = affected(res)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,263 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// personGrant is a grant of subject with an access and a refresh token
+// (hashes id+"-a", id+"-r").
+func personGrant(t *testing.T, s store.Store, id, subject string) {
+	t.Helper()
+	g := grant(id)
+	g.Subject = subject
+	if err := s.CreateGrant(ctx(), g); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{store.KindAccess, store.KindRefresh} {
+		tk := tok(id+"-"+kind[:1], kind, id)
+		tk.Subject = subject
+		if err := s.CreateToken(ctx(), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func personSession(t *testing.T, s store.Store, hash, personID string) {
+	t.Helper()
+	if err := s.CreateSession(ctx(), store.Session{Hash: []byte(hash), PersonID: personID, AuthLevel: 1,
+		AMR: []string{"DEFAULT"}, AuthTime: t0.UTC(), ExpiresAt: t0.Add(time.Hour).UTC()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testRevokePerson: revoking a person ends their grants, tokens and
+// sessions — as the token reads see them, also reads answered from memory
+// — and nobody else's.
+func testRevokePerson(t *testing.T, s store.Store) {
+	personGrant(t, s, "g1", "p1")
+	personGrant(t, s, "g2", "p1")
+	personGrant(t, s, "g3", "p2")
+	personGrant(t, s, "g4", "") // client credentials
+	personSession(t, s, "s1", "p1")
+	personSession(t, s, "s2", "p1")
+	personSession(t, s, "s3", "p2")
+	now := t0.Add(time.Minute)
+	active := func(hash string) bool {
+		t.Helper()
+		tk, g, err := s.GetTokenGrant(ctx(), []byte(hash))
+		if err != nil {
+			t.Fatalf("GetTokenGrant %s: %v", hash, err)
+		}
+		return tk.Active(g, now)
+	}
+	all := []string{"g1-a", "g1-r", "g2-a", "g2-r", "g3-a", "g3-r", "g4-a", "g4-r"}
+	for range 2 { // the second read may come from memory
+		for _, h := range all {
+			if !active(h) {
+				t.Fatalf("%s is not active before the revocation", h)
+			}
+		}
+	}
+
+	got, err := s.RevokePerson(ctx(), "p1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(store.PersonRevocation{Grants: 2, Tokens: 4, Sessions: 2}, got); d != "" {
+		t.Errorf("RevokePerson counts (-want +got):\n%s", d)
+	}
+	for _, h := range all {
+		mine := h[:2] == "g1" || h[:2] == "g2"
+		if a := active(h); a == mine {
+			t.Errorf("%s active = %v after revoking p1", h, a)
+		}
+		tk, err := s.GetToken(ctx(), []byte(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if revoked := !tk.RevokedAt.IsZero(); revoked != mine {
+			t.Errorf("%s token row revoked = %v after revoking p1", h, revoked)
+		}
+	}
+	for _, id := range []string{"g1", "g2"} {
+		if g, _ := s.GetGrant(ctx(), id); !g.RevokedAt.Equal(now.UTC()) {
+			t.Errorf("grant %s revoked at %v, want %v", id, g.RevokedAt, now.UTC())
+		}
+	}
+	for _, h := range []string{"s1", "s2"} {
+		if _, err := s.GetSession(ctx(), []byte(h)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("session %s of the revoked person: %v, want ErrNotFound", h, err)
+		}
+	}
+	if _, err := s.GetSession(ctx(), []byte("s3")); err != nil {
+		t.Errorf("another person's session: %v", err)
+	}
+
+	// Again: nothing left to revoke, and the first revocation time stays.
+	got, err = s.RevokePerson(ctx(), "p1", now.Add(time.Minute))
+	if err != nil || got != (store.PersonRevocation{}) {
+		t.Errorf("second RevokePerson = %+v, %v; want nothing, nil", got, err)
+	}
+	if g, _ := s.GetGrant(ctx(), "g1"); !g.RevokedAt.Equal(now.UTC()) {
+		t.Errorf("a second revocation moved revoked_at to %v", g.RevokedAt)
+	}
+	// The empty subject is that of client credentials, never a person.
+	if got, err := s.RevokePerson(ctx(), "", now); err != nil || got != (store.PersonRevocation{}) {
+		t.Errorf(`RevokePerson("") = %+v, %v; want nothing, nil`, got, err)
+	}
+	if !active("g4-a") {
+		t.Error(`RevokePerson("") revoked a client-credentials token`)
+	}
+
+	// Inside a transaction: rolled back, nothing happened; committed, it shows.
+	errRollback := fmt.Errorf("roll back")
+	if err := s.Tx(ctx(), func(tx store.Store) error {
+		if _, err := tx.RevokePerson(ctx(), "p2", now); err != nil {
+			return err
+		}
+		return errRollback
+	}); err != errRollback {
+		t.Fatalf("rolled back Tx: %v", err)
+	}
+	if !active("g3-a") {
+		t.Error("a rolled-back revocation shows")
+	}
+	if _, err := s.GetSession(ctx(), []byte("s3")); err != nil {
+		t.Errorf("a rolled-back revocation deleted a session: %v", err)
+	}
+	if err := s.Tx(ctx(), func(tx store.Store) error { _, err := tx.RevokePerson(ctx(), "p2", now); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if active("g3-a") || active("g3-r") {
+		t.Error("a committed revocation does not show")
+	}
+}
+
+// testDeletePerson: a deleted person takes their identities and remembered
+// consents along; LockPerson reads like GetPerson.
+func testDeletePerson(t *testing.T, s store.Store) {
+	for _, p := range []store.Person{person("p1", "a@example.com"), person("p2", "b@example.com")} {
+		if err := s.CreatePerson(ctx(), p); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LinkIdentity(ctx(), store.ExternalIdentity{IdPID: "idp", ExternalID: "x-" + p.ID, PersonID: p.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveConsents(ctx(), []store.Consent{{PersonID: p.ID, ClientID: "c1", Scope: "read", GrantedAt: t0}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := s.GetPerson(ctx(), "p1")
+	var locked store.Person
+	if err := s.Tx(ctx(), func(tx store.Store) error {
+		var err error
+		locked, err = tx.LockPerson(ctx(), "p1")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, locked); d != "" {
+		t.Errorf("LockPerson (-GetPerson +LockPerson):\n%s", d)
+	}
+	if err := s.DeletePerson(ctx(), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetPerson(ctx(), "p1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetPerson after delete: %v", err)
+	}
+	if _, err := s.LockPerson(ctx(), "p1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LockPerson after delete: %v", err)
+	}
+	if ids, err := s.ListIdentities(ctx(), "p1"); err != nil || len(ids) != 0 {
+		t.Errorf("identities after delete: %v, %v", ids, err)
+	}
+	if cs, err := s.ListConsents(ctx(), "p1", "c1"); err != nil || len(cs) != 0 {
+		t.Errorf("consents after delete: %v, %v", cs, err)
+	}
+	if err := s.DeletePerson(ctx(), "p1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("delete twice: %v, want ErrNotFound", err)
+	}
+	// The identity is free again, and the other person keeps theirs.
+	if err := s.LinkIdentity(ctx(), store.ExternalIdentity{IdPID: "idp", ExternalID: "x-p1", PersonID: "p2"}); err != nil {
+		t.Errorf("linking a deleted person's identity: %v", err)
+	}
+	if ids, _ := s.ListIdentities(ctx(), "p2"); len(ids) != 2 {
+		t.Errorf("other person's identities: %v", ids)
+	}
+	if cs, _ := s.ListConsents(ctx(), "p2", "c1"); len(cs) != 1 {
+		t.Errorf("other person's consents: %v", cs)
+	}
+}
+
+// testRevokePersonRace issues grants for a person (reading the status under
+// LockPerson, as issuance does) while the person is blocked and revoked in
+// one transaction: afterwards no grant of the person may be unrevoked. An
+// issuance either ran before the block (and was revoked by it) or after
+// (and saw the status).
+func testRevokePersonRace(t *testing.T, s store.Store) {
+	if err := s.CreatePerson(ctx(), person("p1", "a@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(time.Minute)
+	const issuers, each = 6, 10
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range issuers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for j := range each {
+				err := s.Tx(ctx(), func(tx store.Store) error {
+					p, err := tx.LockPerson(ctx(), "p1")
+					if err != nil || p.Status != "ACTIVATED" {
+						return err
+					}
+					g := grant(fmt.Sprintf("g%d-%d", i, j))
+					return tx.CreateGrant(ctx(), g)
+				})
+				if err != nil {
+					t.Errorf("issue: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	err := s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.UpdatePerson(ctx(), "p1", func(p store.Person) (store.Person, error) {
+			p.Status = "BLOCKED"
+			return p, nil
+		}); err != nil {
+			return err
+		}
+		_, err := tx.RevokePerson(ctx(), "p1", now)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := range issuers {
+		for j := range each {
+			g, err := s.GetGrant(ctx(), fmt.Sprintf("g%d-%d", i, j))
+			if errors.Is(err, store.ErrNotFound) {
+				continue // issued after the block: refused
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.RevokedAt.IsZero() {
+				t.Errorf("grant %s was issued for a person blocked concurrently and is not revoked", g.ID)
+			}
+		}
+	}
+}
