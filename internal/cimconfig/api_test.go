@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -236,7 +237,7 @@ func TestGetConfigFields(t *testing.T) {
 	forEachBackend(t, nil, func(t *testing.T, s *servertest.Server) {
 		admin(t, s, "POST", "/api/v2/config", `{"password_policy":`+policyJSON+`,"profile":{"required_attributes_validation_rules":[{"any_of":["BIRTH_DATE","PHONE"]}]}}`)
 		sameJSON(t, "all", admin(t, s, "GET", "/api/config", "").body, `{"password_policy":`+policyJSON+
-			`,"profile":{"required_attributes_validation_rules":[{"any_of":["BIRTH_DATE","PHONE"]}]}}`)
+			`,"messages":{},"profile":{"required_attributes_validation_rules":[{"any_of":["BIRTH_DATE","PHONE"]}]}}`)
 		sameJSON(t, "profile only", admin(t, s, "GET", "/api/config?fields=profile", "").body,
 			`{"profile":{"required_attributes_validation_rules":[{"any_of":["BIRTH_DATE","PHONE"]}]}}`)
 		sameJSON(t, "two, comma-separated", admin(t, s, "GET", "/api/config?fields=profile,password_policy", "").body,
@@ -244,6 +245,54 @@ func TestGetConfigFields(t *testing.T) {
 		if a := admin(t, s, "GET", "/api/config?fields=secrets", ""); a.status != 400 {
 			t.Errorf("unknown field: %d, want 400", a.status)
 		}
+	})
+}
+
+// The members shared/spec/interface.md gives the two configuration documents.
+var specMembers = map[string][]string{
+	"CIMConfiguration": {"custom_messages", "features", "attributes", "ui_extension", "step_up", "login_methods",
+		"redirects", "organisations", "key_pairs"},
+	"Configuration": {"password_policy", "messages", "profile"},
+}
+
+// TestConfigAnswersHoldEveryMember: clients read members without checking
+// that they exist, so GET /api/v2/config and GET /api/config answer every
+// member of their schema in api/openapi.yaml, stored or not (the types of
+// the empty values are checked against the document by call).
+func TestConfigAnswersHoldEveryMember(t *testing.T) {
+	for schema, want := range specMembers {
+		got := openapicheck.Members(t, schema)
+		if d := cmp.Diff(slices.Sorted(slices.Values(want)), got); d != "" {
+			t.Errorf("api/openapi.yaml's %s differs from the spec's members (-spec +document):\n%s", schema, d)
+		}
+	}
+	forEachBackend(t, nil, func(t *testing.T, s *servertest.Server) {
+		check := func(state string) {
+			t.Helper()
+			for _, c := range []struct{ path, schema string }{{"/api/v2/config", "CIMConfiguration"}, {"/api/config", "Configuration"}} {
+				a := admin(t, s, "GET", c.path, "")
+				var got map[string]json.RawMessage
+				if a.status != 200 || json.Unmarshal(a.body, &got) != nil {
+					t.Fatalf("GET %s %s: %d %s", c.path, state, a.status, a.body)
+				}
+				for _, m := range openapicheck.Members(t, c.schema) {
+					if _, ok := got[m]; !ok {
+						t.Errorf("GET %s %s lacks %s: %s", c.path, state, m, a.body)
+					}
+				}
+			}
+		}
+		check("with nothing stored")
+		sameJSON(t, "v2 with nothing stored", admin(t, s, "GET", "/api/v2/config", "").body,
+			`{"custom_messages":{},"features":{},"attributes":{},"ui_extension":{},"step_up":{},"login_methods":{},
+			"redirects":{},"organisations":{},"key_pairs":[]}`)
+		// No policy is not an empty policy: PasswordPolicy's members are all required.
+		sameJSON(t, "v1 with nothing stored", admin(t, s, "GET", "/api/config", "").body,
+			`{"password_policy":null,"messages":{},"profile":{}}`)
+		sameJSON(t, "a named field with nothing stored", admin(t, s, "GET", "/api/config?fields=profile", "").body, `{"profile":{}}`)
+
+		admin(t, s, "POST", "/api/v2/config/features", `{"pin_enabled":true}`)
+		check("with one unit stored")
 	})
 }
 
