@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -236,7 +237,7 @@ func TestGetConfigFields(t *testing.T) {
 	forEachBackend(t, nil, func(t *testing.T, s *servertest.Server) {
 		admin(t, s, "POST", "/api/v2/config", `{"password_policy":`+policyJSON+`,"profile":{"required_attributes_validation_rules":[{"any_of":["BIRTH_DATE","PHONE"]}]}}`)
 		sameJSON(t, "all", admin(t, s, "GET", "/api/config", "").body, `{"password_policy":`+policyJSON+
-			`,"profile":{"required_attributes_validation_rules":[{"any_of":["BIRTH_DATE","PHONE"]}]}}`)
+			`,"messages":{},"profile":{"required_attributes_validation_rules":[{"any_of":["BIRTH_DATE","PHONE"]}]}}`)
 		sameJSON(t, "profile only", admin(t, s, "GET", "/api/config?fields=profile", "").body,
 			`{"profile":{"required_attributes_validation_rules":[{"any_of":["BIRTH_DATE","PHONE"]}]}}`)
 		sameJSON(t, "two, comma-separated", admin(t, s, "GET", "/api/config?fields=profile,password_policy", "").body,
@@ -244,6 +245,54 @@ func TestGetConfigFields(t *testing.T) {
 		if a := admin(t, s, "GET", "/api/config?fields=secrets", ""); a.status != 400 {
 			t.Errorf("unknown field: %d, want 400", a.status)
 		}
+	})
+}
+
+// The members shared/spec/interface.md gives the two configuration documents.
+var specMembers = map[string][]string{
+	"CIMConfiguration": {"custom_messages", "features", "attributes", "ui_extension", "step_up", "login_methods",
+		"redirects", "organisations", "key_pairs"},
+	"Configuration": {"password_policy", "messages", "profile"},
+}
+
+// TestConfigAnswersHoldEveryMember: clients read members without checking
+// that they exist, so GET /api/v2/config and GET /api/config answer every
+// member of their schema in api/openapi.yaml, stored or not (the types of
+// the empty values are checked against the document by call).
+func TestConfigAnswersHoldEveryMember(t *testing.T) {
+	for schema, want := range specMembers {
+		got := openapicheck.Members(t, schema)
+		if d := cmp.Diff(slices.Sorted(slices.Values(want)), got); d != "" {
+			t.Errorf("api/openapi.yaml's %s differs from the spec's members (-spec +document):\n%s", schema, d)
+		}
+	}
+	forEachBackend(t, nil, func(t *testing.T, s *servertest.Server) {
+		check := func(state string) {
+			t.Helper()
+			for _, c := range []struct{ path, schema string }{{"/api/v2/config", "CIMConfiguration"}, {"/api/config", "Configuration"}} {
+				a := admin(t, s, "GET", c.path, "")
+				var got map[string]json.RawMessage
+				if a.status != 200 || json.Unmarshal(a.body, &got) != nil {
+					t.Fatalf("GET %s %s: %d %s", c.path, state, a.status, a.body)
+				}
+				for _, m := range openapicheck.Members(t, c.schema) {
+					if _, ok := got[m]; !ok {
+						t.Errorf("GET %s %s lacks %s: %s", c.path, state, m, a.body)
+					}
+				}
+			}
+		}
+		check("with nothing stored")
+		sameJSON(t, "v2 with nothing stored", admin(t, s, "GET", "/api/v2/config", "").body,
+			`{"custom_messages":{},"features":{},"attributes":{},"ui_extension":{},"step_up":{},"login_methods":{},
+			"redirects":{},"organisations":{},"key_pairs":[]}`)
+		// No policy is not an empty policy: PasswordPolicy's members are all required.
+		sameJSON(t, "v1 with nothing stored", admin(t, s, "GET", "/api/config", "").body,
+			`{"password_policy":null,"messages":{},"profile":{}}`)
+		sameJSON(t, "a named field with nothing stored", admin(t, s, "GET", "/api/config?fields=profile", "").body, `{"profile":{}}`)
+
+		admin(t, s, "POST", "/api/v2/config/features", `{"pin_enabled":true}`)
+		check("with one unit stored")
 	})
 }
 
@@ -619,10 +668,10 @@ func TestCertificateValidation(t *testing.T) {
 		{"unknown key type", pairJSON("a", "PGP", rsaCert, rsaKey), "key_type: must be one of"},
 		{"name missing", pairJSON("", "CERTIFICATE_RSA_PRIVATE_KEY", rsaCert, rsaKey), "name: is required"},
 		{"public key not base64", pairJSON("a", "CERTIFICATE_RSA_PRIVATE_KEY", "***", rsaKey), "public_key: is not base64"},
-		{"public key not a certificate", pairJSON("a", "CERTIFICATE_RSA_PRIVATE_KEY", base64.StdEncoding.EncodeToString([]byte("hello")), rsaKey), "public_key: is not an X.509 certificate"},
+		{"public key not a certificate", pairJSON("a", "CERTIFICATE_RSA_PRIVATE_KEY", base64.StdEncoding.EncodeToString([]byte("hello")), rsaKey), "public_key: is neither an X.509 certificate nor a public key"},
 		{"private key missing", pairJSON("a", "CERTIFICATE_RSA_PRIVATE_KEY", rsaCert, ""), "private_key: is required"},
 		{"private key garbage", pairJSON("a", "CERTIFICATE_RSA_PRIVATE_KEY", rsaCert, base64.StdEncoding.EncodeToString([]byte("nope"))), "private_key: is not a PKCS"},
-		{"private key of another pair", pairJSON("a", "CERTIFICATE_RSA_PRIVATE_KEY", rsaCert, otherKey), "does not belong to the certificate"},
+		{"private key of another pair", pairJSON("a", "CERTIFICATE_RSA_PRIVATE_KEY", rsaCert, otherKey), "does not belong to public_key"},
 		{"EC key said to be RSA", pairJSON("a", "CERTIFICATE_RSA_PRIVATE_KEY", ecCert, ecKey), "is an EC key"},
 		{"certificate-only with a key", pairJSON("a", "CERTIFICATE", rsaCert, rsaKey), "must be absent"},
 	} {
@@ -641,6 +690,49 @@ func TestCertificateValidation(t *testing.T) {
 	_ = json.Unmarshal(admin(t, s, "GET", "/v2/config/certificates", "").body, &list)
 	if len(list.KeyPairs) != 0 {
 		t.Errorf("refused key pairs were stored: %+v", list.KeyPairs)
+	}
+}
+
+// spki is base64 of a key's SubjectPublicKeyInfo, DER or PEM.
+func spki(t *testing.T, key crypto.Signer, asPEM bool) string {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asPEM {
+		der = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	}
+	return base64.StdEncoding.EncodeToString(der)
+}
+
+// TestCertificateBarePublicKey: public_key may be the private key's bare
+// public key (SubjectPublicKeyInfo, DER or PEM) instead of a certificate,
+// and is answered as sent; another key's is refused with 400.
+func TestCertificateBarePublicKey(t *testing.T) {
+	s := servertest.Start(t, configAPI(nil), servertest.Options{})
+	types := map[string]string{"rsa": "CERTIFICATE_RSA_PRIVATE_KEY", "ec": "CERTIFICATE_EC_PRIVATE_KEY"}
+	for _, kind := range []string{"rsa", "ec"} {
+		for _, asPEM := range []bool{false, true} {
+			name := fmt.Sprintf("%s-pem-%v", kind, asPEM)
+			_, keyB64, key := keyPair(t, kind, asPEM)
+			pub := spki(t, key, asPEM)
+			a := admin(t, s, "POST", "/v2/config/certificates", pairJSON(name, types[kind], pub, keyB64))
+			var added struct {
+				KeyPair cimconfig.KeyPair `json:"key_pair"`
+			}
+			if a.status != 200 || json.Unmarshal(a.body, &added) != nil || added.KeyPair.PublicKey != pub {
+				t.Errorf("%s: %d %s, want 200 answering public_key as sent", name, a.status, a.body)
+			}
+		}
+		_, keyB64, _ := keyPair(t, kind, false)
+		_, _, other := keyPair(t, kind, false)
+		a := admin(t, s, "POST", "/v2/config/certificates", pairJSON(kind+"-mismatch", types[kind], spki(t, other, true), keyB64))
+		var e struct{ Details []string }
+		_ = json.Unmarshal(a.body, &e)
+		if a.status != 400 || !strings.Contains(strings.Join(e.Details, "\n"), "does not belong to public_key") {
+			t.Errorf("%s: another key's public key: %d %s, want 400", kind, a.status, a.body)
+		}
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 	"strings"
 )
 
-// Key types of key pairs: a certificate with its RSA or EC private key, or
-// a certificate alone (a trusted peer's).
+// Key types of key pairs: a certificate (or the bare public key) with its
+// RSA or EC private key, or a certificate alone (a trusted peer's).
 const (
 	KeyTypeCertificateRSA = "CERTIFICATE_RSA_PRIVATE_KEY"
 	KeyTypeCertificateEC  = "CERTIFICATE_EC_PRIVATE_KEY"
@@ -40,17 +40,63 @@ func (s storedKeyPair) public() KeyPair {
 	return KeyPair{ID: s.ID, Name: s.Name, KeyType: s.KeyType, PublicKey: s.PublicKey}
 }
 
+// maxKeyMaterial bounds public_key and private_key (base64 characters) so
+// that a batch of pairs cannot make the parsers chew on megabytes: a
+// certificate of a 16384-bit RSA key is under 8 KiB of base64 PEM.
+const maxKeyMaterial = 32 << 10
+
 // decodeKeyMaterial reads base64 of DER, or base64 of PEM text (the form
-// people copy from files), returning DER.
-func decodeKeyMaterial(b64 string) ([]byte, error) {
+// people copy from files), returning DER and the PEM block's type ("" for DER).
+func decodeKeyMaterial(b64 string) (der []byte, pemType string, err error) {
+	if len(b64) > maxKeyMaterial {
+		return nil, "", fmt.Errorf("is longer than %d characters", maxKeyMaterial)
+	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
 	if err != nil {
-		return nil, errors.New("is not base64")
+		return nil, "", errors.New("is not base64")
 	}
 	if blk, _ := pem.Decode(raw); blk != nil {
-		return blk.Bytes, nil
+		return blk.Bytes, blk.Type, nil
 	}
-	return raw, nil
+	return raw, "", nil
+}
+
+// parsePublicKey reads public_key: base64 of an X.509 certificate or of a
+// bare public key (SubjectPublicKeyInfo), each as DER or as PEM text
+// ("CERTIFICATE", "PUBLIC KEY"). cert is nil for a bare key. Only RSA, EC
+// and Ed25519 keys are accepted: the kinds the service can use.
+func parsePublicKey(b64 string) (pub crypto.PublicKey, cert *x509.Certificate, err error) {
+	if strings.TrimSpace(b64) == "" {
+		return nil, nil, errors.New("is required")
+	}
+	der, pemType, err := decodeKeyMaterial(b64)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch pemType {
+	case "CERTIFICATE":
+		if cert, err = x509.ParseCertificate(der); err != nil {
+			return nil, nil, errors.New("holds a CERTIFICATE block that is not an X.509 certificate")
+		}
+		pub = cert.PublicKey
+	case "PUBLIC KEY":
+		if pub, err = x509.ParsePKIXPublicKey(der); err != nil {
+			return nil, nil, errors.New("holds a PUBLIC KEY block that is not a SubjectPublicKeyInfo")
+		}
+	case "":
+		if cert, err = x509.ParseCertificate(der); err == nil {
+			pub = cert.PublicKey
+		} else if pub, err = x509.ParsePKIXPublicKey(der); err != nil {
+			return nil, nil, errors.New("is neither an X.509 certificate nor a public key (SubjectPublicKeyInfo)")
+		}
+	default:
+		return nil, nil, errors.New("holds a PEM block that is neither CERTIFICATE nor PUBLIC KEY")
+	}
+	switch pub.(type) {
+	case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+		return pub, cert, nil
+	}
+	return nil, nil, errors.New("holds a key of an unsupported algorithm (RSA, EC or Ed25519 only)")
 }
 
 func parsePrivateKey(der []byte) (crypto.Signer, error) {
@@ -78,17 +124,16 @@ func validateKeyPair(k KeyPair, p *problems, path string) []byte {
 		p.add(path+".key_type", "must be one of %s", strings.Join(keyTypes, ", "))
 		return nil
 	}
-	certDER, err := decodeKeyMaterial(k.PublicKey)
+	pub, cert, err := parsePublicKey(k.PublicKey)
 	if err != nil {
 		p.add(path+".public_key", "%v", err)
 		return nil
 	}
-	cert, err := x509.ParseCertificate(certDER)
-	if err != nil {
-		p.add(path+".public_key", "is not an X.509 certificate")
-		return nil
-	}
 	if k.KeyType == KeyTypeCertificate {
+		// A peer's pair is its certificate: a bare key names no one.
+		if cert == nil {
+			p.add(path+".public_key", "must be an X.509 certificate for key type %s", KeyTypeCertificate)
+		}
 		if k.PrivateKey != "" {
 			p.add(path+".private_key", "must be absent for key type %s", KeyTypeCertificate)
 		}
@@ -98,7 +143,7 @@ func validateKeyPair(k KeyPair, p *problems, path string) []byte {
 		p.add(path+".private_key", "is required for key type %s", k.KeyType)
 		return nil
 	}
-	keyDER, err := decodeKeyMaterial(k.PrivateKey)
+	keyDER, _, err := decodeKeyMaterial(k.PrivateKey)
 	if err != nil {
 		p.add(path+".private_key", "%v", err)
 		return nil
@@ -121,8 +166,8 @@ func validateKeyPair(k KeyPair, p *problems, path string) []byte {
 		p.add(path+".private_key", "Ed25519 keys are not supported")
 	}
 	type equaler interface{ Equal(crypto.PublicKey) bool }
-	if pub, ok := key.Public().(equaler); !ok || !pub.Equal(cert.PublicKey) {
-		p.add(path, "the private key does not belong to the certificate's public key")
+	if own, ok := key.Public().(equaler); !ok || !own.Equal(pub) {
+		p.add(path, "the private key does not belong to public_key")
 	}
 	if len(*p) != n {
 		return nil

@@ -2,6 +2,7 @@ package cimconfig
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -239,9 +240,18 @@ func (h *Handler) postUnit(name string) httpx.HandlerFunc {
 }
 
 // configUpdate is the body of POST /api/v2/config: any set of units, in
-// the v2 shape, plus the v1 members (password_policy, messages, profile).
+// the v2 shape (CIMConfiguration's members, each optional here), plus the
+// v1 members (password_policy, messages, profile).
 type configUpdate struct {
-	CIMConfiguration
+	CustomMessages     *CustomMessages                 `json:"custom_messages,omitempty"`
+	Features           *Features                       `json:"features,omitempty"`
+	Attributes         *Attributes                     `json:"attributes,omitempty"`
+	UIExtension        *UIExtension                    `json:"ui_extension,omitempty"`
+	StepUp             *StepUp                         `json:"step_up,omitempty"`
+	LoginMethods       *LoginMethodsConfiguration      `json:"login_methods,omitempty"`
+	Redirects          *Redirects                      `json:"redirects,omitempty"`
+	Organisations      *Organisation                   `json:"organisations,omitempty"`
+	KeyPairs           []KeyPair                       `json:"key_pairs,omitempty"`
 	PasswordPolicy     *PasswordPolicy                 `json:"password_policy,omitempty"`
 	Messages           map[string]map[string]string    `json:"messages,omitempty"`
 	Profile            *Profile                        `json:"profile,omitempty"`
@@ -388,14 +398,21 @@ func (h *Handler) getV2(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return err
 	}
-	c := CIMConfiguration{CustomMessages: snap.CustomMessages, Features: snap.Features, Attributes: snap.Attributes,
-		UIExtension: snap.UIExtension, StepUp: snap.StepUp, LoginMethods: snap.LoginMethods, Redirects: snap.Redirects,
-		Organisations: snap.Organisations}
-	for _, k := range snap.KeyPairs {
-		c.KeyPairs = append(c.KeyPairs, k.public())
-	}
-	httpx.WriteJSON(w, http.StatusOK, c)
+	httpx.WriteJSON(w, http.StatusOK, CIMConfiguration{
+		CustomMessages: orEmpty(snap.CustomMessages), Features: orEmpty(snap.Features),
+		Attributes: orEmpty(snap.Attributes), UIExtension: orEmpty(snap.UIExtension), StepUp: orEmpty(snap.StepUp),
+		LoginMethods: orEmpty(snap.LoginMethods), Redirects: orEmpty(snap.Redirects),
+		Organisations: orEmpty(snap.Organisations), KeyPairs: publicPairs(snap.KeyPairs),
+	})
 	return nil
+}
+
+// orEmpty answers a unit never set as its empty value.
+func orEmpty[T any](v *T) *T {
+	if v == nil {
+		return new(T)
+	}
+	return v
 }
 
 // v1Fields are the members GET /api/config can be asked for.
@@ -418,16 +435,9 @@ func (h *Handler) getV1(w http.ResponseWriter, r *http.Request) error {
 			want[name] = true
 		}
 	}
-	all := len(want) == 0
-	var c Configuration
-	if all || want["password_policy"] {
-		c.PasswordPolicy = snap.PasswordPolicy
-	}
-	if all || want["profile"] {
-		c.Profile = snap.Profile
-	}
-	if m := snap.CustomMessages; m != nil && (all || want["messages"]) {
-		c.Messages = map[string]map[string]string{}
+	c := Configuration{PasswordPolicy: snap.PasswordPolicy, Messages: map[string]map[string]string{},
+		Profile: orEmpty(snap.Profile)}
+	if m := snap.CustomMessages; m != nil {
 		if m.Default != nil {
 			c.Messages["default"] = m.Default
 		}
@@ -435,7 +445,24 @@ func (h *Handler) getV1(w http.ResponseWriter, r *http.Request) error {
 			c.Messages[loc] = msgs
 		}
 	}
-	httpx.WriteJSON(w, http.StatusOK, c)
+	if len(want) == 0 {
+		httpx.WriteJSON(w, http.StatusOK, c)
+		return nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return err
+	}
+	for name := range members {
+		if !want[name] {
+			delete(members, name)
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, members)
 	return nil
 }
 

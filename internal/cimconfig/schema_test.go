@@ -67,14 +67,20 @@ func schemas() string {
 				req = append(req, f.name)
 			}
 		}
-		if len(req) > 0 && n != "PasswordPolicy" && n != "KeyPair" { // their members are checked by the service, with clearer errors
+		// PasswordPolicy and KeyPair: their members are checked by the
+		// service, with clearer errors. Configuration: fields may select a subset.
+		if len(req) > 0 && n != "PasswordPolicy" && n != "KeyPair" && n != "Configuration" {
 			fmt.Fprintf(&b, "      required: [%s]\n", strings.Join(req, ", "))
 		}
 		if len(props) > 0 {
 			b.WriteString("      properties:\n")
 		}
 		for _, f := range props {
-			fmt.Fprintf(&b, "        %s: %s\n", f.name, typeOf(f.Type))
+			typ := typeOf(f.Type)
+			if f.nullable {
+				typ = "{ anyOf: [" + typ + ", { type: \"null\" }] }"
+			}
+			fmt.Fprintf(&b, "        %s: %s\n", f.name, typ)
 		}
 	}
 	return b.String()
@@ -90,6 +96,7 @@ func schemaName(t reflect.Type) string {
 type field struct {
 	name      string
 	omitempty bool
+	nullable  bool // tag openapi:"nullable": null is an answer
 	Type      reflect.Type
 }
 
@@ -107,7 +114,8 @@ func fields(t reflect.Type) []field {
 		if name == "-" || !f.IsExported() {
 			continue
 		}
-		out = append(out, field{name: name, omitempty: strings.Contains(opts, "omitempty"), Type: f.Type})
+		out = append(out, field{name: name, omitempty: strings.Contains(opts, "omitempty"),
+			nullable: f.Tag.Get("openapi") == "nullable", Type: f.Type})
 	}
 	return out
 }

@@ -8,11 +8,14 @@ package cimconfig
 
 import "encoding/json"
 
-// Configuration is the v1 document (GET /api/config).
+// Configuration is the v1 document (GET /api/config): every member is
+// answered, unless the fields parameter names some. password_policy is null
+// while no policy is set, as an empty object would be a policy missing
+// required members.
 type Configuration struct {
-	PasswordPolicy *PasswordPolicy              `json:"password_policy,omitempty"`
-	Messages       map[string]map[string]string `json:"messages,omitempty"`
-	Profile        *Profile                     `json:"profile,omitempty"`
+	PasswordPolicy *PasswordPolicy              `json:"password_policy" openapi:"nullable"`
+	Messages       map[string]map[string]string `json:"messages"`
+	Profile        *Profile                     `json:"profile"`
 }
 
 // PasswordPolicy: every member is required.
@@ -35,18 +38,18 @@ type AnyOfRule struct {
 	AnyOf []string `json:"any_of"`
 }
 
-// CIMConfiguration is GET /api/v2/config, and the set of units that POST
-// /api/v2/config accepts (together with the v1 members).
+// CIMConfiguration is GET /api/v2/config. Every member is answered: a
+// unit never set is its empty value, so clients need not test for absence.
 type CIMConfiguration struct {
-	CustomMessages *CustomMessages            `json:"custom_messages,omitempty"`
-	Features       *Features                  `json:"features,omitempty"`
-	Attributes     *Attributes                `json:"attributes,omitempty"`
-	UIExtension    *UIExtension               `json:"ui_extension,omitempty"`
-	StepUp         *StepUp                    `json:"step_up,omitempty"`
-	LoginMethods   *LoginMethodsConfiguration `json:"login_methods,omitempty"`
-	Redirects      *Redirects                 `json:"redirects,omitempty"`
-	Organisations  *Organisation              `json:"organisations,omitempty"`
-	KeyPairs       []KeyPair                  `json:"key_pairs,omitempty"`
+	CustomMessages *CustomMessages            `json:"custom_messages"`
+	Features       *Features                  `json:"features"`
+	Attributes     *Attributes                `json:"attributes"`
+	UIExtension    *UIExtension               `json:"ui_extension"`
+	StepUp         *StepUp                    `json:"step_up"`
+	LoginMethods   *LoginMethodsConfiguration `json:"login_methods"`
+	Redirects      *Redirects                 `json:"redirects"`
+	Organisations  *Organisation              `json:"organisations"`
+	KeyPairs       []KeyPair                  `json:"key_pairs"`
 }
 
 // CustomMessages are the texts of the hosted pages: default, and per locale.

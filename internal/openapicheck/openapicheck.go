@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 
@@ -25,6 +26,7 @@ const canonical = "http://latchkey.test"
 
 var (
 	once    sync.Once
+	doc     *openapi3.T
 	router  routers.Router
 	loadErr error
 )
@@ -33,7 +35,8 @@ var (
 func Load() (routers.Router, error) {
 	once.Do(func() {
 		loader := openapi3.NewLoader()
-		doc, err := loader.LoadFromData(api.OpenAPI)
+		var err error
+		doc, err = loader.LoadFromData(api.OpenAPI)
 		if err != nil {
 			loadErr = err
 			return
@@ -46,6 +49,25 @@ func Load() (routers.Router, error) {
 		router, loadErr = legacy.NewRouter(doc)
 	})
 	return router, loadErr
+}
+
+// Members lists the property names of the named component schema, sorted,
+// so a test can ask an answer for every member the document promises.
+func Members(t testing.TB, schema string) []string {
+	t.Helper()
+	if _, err := Load(); err != nil {
+		t.Fatalf("api/openapi.yaml: %v", err)
+	}
+	ref := doc.Components.Schemas[schema]
+	if ref == nil || ref.Value == nil {
+		t.Fatalf("api/openapi.yaml has no schema %s", schema)
+	}
+	names := make([]string, 0, len(ref.Value.Properties))
+	for name := range ref.Value.Properties {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Response checks that resp (whose body was already read into body) is
