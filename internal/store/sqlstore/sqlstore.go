@@ -307,6 +307,9 @@ func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, 
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), true)
 		if err != nil {
+			if db.retryBadConn(ctx, err, attempt) {
+				continue
+			}
 			return nil, db.d.Translate(err)
 		}
 		res, err = st.ExecContext(ctx, args...)
@@ -320,7 +323,7 @@ func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, 
 // maxBadConnRetries bounds retryBadConn.
 const maxBadConnRetries = 10
 
-// retryBadConn tells whether a statement (or a BEGIN) that failed with err
+// retryBadConn tells whether a statement (its preparation, or a BEGIN) that failed with err
 // may run again: outside a transaction, when the driver reported a bad
 // connection. A driver says so only when the statement did not run
 // (database/sql/driver's ErrBadConn), and database/sql retries only twice
@@ -328,8 +331,18 @@ const maxBadConnRetries = 10
 // asynchronously, so after a burst of clients going away more pooled
 // connections than that can be closing, and a live request would fail with
 // "driver: bad connection".
+//
+// After the first retry it waits a little (at most ~10 ms in all): the
+// connections the pool hands out may all be closing at that instant, and
+// retrying at once would only find them again.
 func (db *DB) retryBadConn(ctx context.Context, err error, attempt int) bool {
-	return db.tx == nil && attempt < maxBadConnRetries && errors.Is(err, driver.ErrBadConn) && ctx.Err() == nil
+	if db.tx != nil || attempt >= maxBadConnRetries || !errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
+		return false
+	}
+	if attempt > 0 {
+		time.Sleep(time.Duration(attempt) * 200 * time.Microsecond)
+	}
+	return true
 }
 
 // row is a single-row result whose statement is released after Scan.
@@ -351,6 +364,9 @@ func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
 		if err != nil {
+			if db.retryBadConn(ctx, err, attempt) {
+				continue
+			}
 			return &row{err: err, done: done}
 		}
 		r := st.QueryRowContext(ctx, args...)
@@ -384,6 +400,9 @@ func (db *DB) query(ctx context.Context, q string, args ...any) (*rows, error) {
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), false)
 		if err != nil {
+			if db.retryBadConn(ctx, err, attempt) {
+				continue
+			}
 			return nil, db.d.Translate(err)
 		}
 		rs, err := st.QueryContext(ctx, args...)
