@@ -53,4 +53,3 @@ func TestThrottlesKeyOnTheClientBehindTrustedProxies(t *testing.T) {
 		})
 	}
 }
-
