@@ -37,11 +37,9 @@ const (
 // guard authenticates the API user and checks the API is on; it answers
 // and returns ok=false when the request must stop.
 func (h *Handler) guard(w http.ResponseWriter, r *http.Request, disabled int) (agent string, snap *Snapshot, ok bool, err error) {
-	user, good := h.Users.Check(r)
+	user, good, err := h.Users.Guard(w, r)
 	if !good {
-		w.Header().Set("WWW-Authenticate", `Basic realm="latchkey"`)
-		w.WriteHeader(http.StatusUnauthorized)
-		return "", nil, false, nil
+		return "", nil, false, err
 	}
 	snap, err = h.Service.Snapshot(r.Context())
 	if err != nil {

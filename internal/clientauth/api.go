@@ -49,6 +49,9 @@ func (a *Authenticator) APICaller(r *http.Request, endpoint, scope string, token
 	c, _, err := a.Authenticate(r, endpoint)
 	if err != nil {
 		var ce *Error
+		if errors.As(err, &ce) && ce.RetryAfter > 0 {
+			return store.Client{}, err // ErrThrottled: 429, RetryAfter
+		}
 		if errors.As(err, &ce) {
 			return store.Client{}, errors.Join(ErrUnauthenticated, err)
 		}

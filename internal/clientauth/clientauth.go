@@ -15,6 +15,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/throttle"
 	"github.com/latchkey/latchkey/internal/token"
 )
 
@@ -55,6 +56,11 @@ type Authenticator struct {
 	// a short life keeps the set of remembered jti values small.
 	MaxAssertionLifetime time.Duration
 
+	// Throttle counts failed client secrets (throttle.go); nil: none.
+	Throttle store.Throttle
+	refused  throttle.Memo // counters the store refused, until their windows end
+	known    throttle.Memo // client id and address pairs that authenticated
+
 	jwksMu    sync.Mutex
 	jwksCache map[string]cachedJWKS
 }
@@ -65,6 +71,9 @@ type Error struct {
 	Description string // safe to show
 	Basic       bool   // Basic was tried: answer with WWW-Authenticate: Basic
 	Cause       error  // for the log only
+	// RetryAfter is set when the caller is throttled (429, ErrThrottled).
+	RetryAfter time.Duration
+	guess      int // what a failed secret counts as (throttle.go)
 }
 
 func (e *Error) Error() string {
@@ -76,8 +85,12 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Cause }
 
-// Status is 401 for invalid_client and 400 for invalid_request (RFC 6749 section 5.2).
+// Status is 401 for invalid_client and 400 for invalid_request (RFC 6749
+// section 5.2); 429 for a throttled caller.
 func (e *Error) Status() int {
+	if e.RetryAfter > 0 {
+		return http.StatusTooManyRequests
+	}
 	if e.Code == "invalid_client" {
 		return http.StatusUnauthorized
 	}
@@ -133,7 +146,7 @@ func (a *Authenticator) Authenticate(r *http.Request, endpoint string) (store.Cl
 		if formID != "" && formID != user {
 			return store.Client{}, "", invalidClient("The client_id parameter does not match the authenticated client.", true, nil)
 		}
-		c, err := a.checkSecret(ctx, user, pass, MethodBasic)
+		c, err := a.guardedSecret(ctx, r, user, pass, MethodBasic)
 		if err != nil {
 			if ce := (*Error)(nil); errors.As(err, &ce) {
 				ce.Basic = true
@@ -145,7 +158,7 @@ func (a *Authenticator) Authenticate(r *http.Request, endpoint string) (store.Cl
 		if formID == "" {
 			return store.Client{}, "", invalidClient(errAuthFailed, false, errors.New("client_secret without client_id"))
 		}
-		c, err := a.checkSecret(ctx, formID, secret, MethodPost)
+		c, err := a.guardedSecret(ctx, r, formID, secret, MethodPost)
 		return c, MethodPost, err
 	case assertion != "" || assertionType != "":
 		if assertionType != AssertionType {
@@ -214,6 +227,9 @@ func (a *Authenticator) checkSecret(ctx context.Context, id, secret string, m Me
 	c, err := a.lookup(ctx, id)
 	if err != nil {
 		a.Secrets.Verify(token.LabelClientSecret, secret, make([]byte, 32))
+		if ce := (*Error)(nil); errors.As(err, &ce) {
+			ce.guess = guessUnknownClient
+		}
 		return store.Client{}, err
 	}
 	if Method(c.TokenEndpointAuthMethod) != m {
@@ -235,5 +251,7 @@ func (a *Authenticator) checkSecret(ctx context.Context, id, secret string, m Me
 			return c, nil
 		}
 	}
-	return store.Client{}, invalidClient(errAuthFailed, false, errors.New("wrong secret"))
+	e := invalidClient(errAuthFailed, false, errors.New("wrong secret"))
+	e.guess = guessWrongSecret
+	return store.Client{}, e
 }

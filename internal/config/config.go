@@ -59,6 +59,12 @@ type Config struct {
 	// TOTPAuthenticationLevel is the level a password login followed by a
 	// TOTP code reaches (default: the password level + 1).
 	TOTPAuthenticationLevel int `yaml:"totp_authentication_level"`
+	// TrustedProxies are the addresses or CIDR ranges of the reverse proxies
+	// and load balancers in front of latchkey: only from them is
+	// X-Forwarded-For believed, for throttling keys and events' client_ip
+	// alike. events.trusted_proxies (older) still counts; both lists are
+	// joined (ProxyList).
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// DeviceCodeLifetime is how long device and user codes live (default 10m).
 	DeviceCodeLifetime Duration          `yaml:"device_code_lifetime"`
 	Log                Log               `yaml:"log"`
@@ -73,6 +79,19 @@ type Config struct {
 	Persons            []Person          `yaml:"persons"`
 }
 
+// ProxyList is every trusted proxy: trusted_proxies joined with
+// events.trusted_proxies (the union; neither takes precedence, because a
+// proxy trusted for one purpose is in front of every request alike).
+func (c *Config) ProxyList() []string {
+	out := slices.Clone(c.TrustedProxies)
+	for _, p := range c.Events.TrustedProxies {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Log configures the process log.
 type Log struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error
@@ -83,8 +102,8 @@ type Log struct {
 type Events struct {
 	// Retention removes events older than this in the background (0: keep all).
 	Retention Duration `yaml:"retention"`
-	// TrustedProxies are the addresses or CIDR ranges whose X-Forwarded-For
-	// header is believed for client_ip.
+	// TrustedProxies is the older place of the top-level trusted_proxies;
+	// its entries are joined to those (Config.ProxyList).
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
@@ -482,9 +501,11 @@ func (c *Config) Validate() error {
 	if c.Events.Retention < 0 {
 		return errors.New("events.retention: must not be negative")
 	}
-	for _, p := range c.Events.TrustedProxies {
-		if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
-			return fmt.Errorf("events.trusted_proxies: %q is not an address or CIDR range", p)
+	for key, list := range map[string][]string{"trusted_proxies": c.TrustedProxies, "events.trusted_proxies": c.Events.TrustedProxies} {
+		for _, p := range list {
+			if _, _, err := net.ParseCIDR(p); err != nil && net.ParseIP(p) == nil {
+				return fmt.Errorf("%s: %q is not an address or CIDR range", key, p)
+			}
 		}
 	}
 	if u := c.Introspection.GroupPermissionsAPI; u != "" && !absoluteHTTP(u) {

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,8 @@ func TestLoadErrors(t *testing.T) {
 		{"api user with both passwords", "api_users:\n  - {username: admin, password: x, password_hash: $argon2id$y}\n", nil, "exactly one"},
 		{"person email must be valid", "persons:\n  - {email: not-an-email, password: x}\n", nil, "not a valid address"},
 		{"person needs a password", "persons:\n  - {email: a@example.com}\n", nil, "password"},
+		{"bad trusted proxy", "trusted_proxies: [10.0.0.0/33]\n", nil, "trusted_proxies"},
+		{"bad events trusted proxy", "events:\n  trusted_proxies: [lb.example]\n", nil, "events.trusted_proxies"},
 		{"bad listen from the environment is reported", "", []string{"LATCHKEY_LISTEN=nope"}, "listen"},
 		{"bad debug_listen is reported", "", []string{"LATCHKEY_DEBUG_LISTEN=nope"}, "debug_listen"},
 	}
@@ -167,4 +170,14 @@ func FuzzValidateRedirectURI(f *testing.F) {
 			t.Errorf("accepted %q with a fragment", s)
 		}
 	})
+}
+
+func TestTrustedProxiesJoinBothKeys(t *testing.T) {
+	c, err := Load(writeFile(t, "trusted_proxies: [10.0.0.0/8, 192.0.2.7]\nevents:\n  trusted_proxies: [192.0.2.7, 2001:db8::/32]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.ProxyList(), []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32"}; !slices.Equal(got, want) {
+		t.Errorf("ProxyList = %v, want the union %v", got, want)
+	}
 }

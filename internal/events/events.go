@@ -4,13 +4,13 @@ package events
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -65,9 +65,8 @@ const (
 
 // Recorder builds event records and appends them.
 type Recorder struct {
-	Now     func() time.Time
-	NewID   func() string
-	Proxies Proxies // whose X-Forwarded-For to believe
+	Now   func() time.Time
+	NewID func() string
 }
 
 // NewRecorder returns a Recorder on the wall clock and random UUIDs.
@@ -104,7 +103,7 @@ func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, r *http.Reque
 		Occurred:      rec.Now().UTC(),
 	}
 	if r != nil {
-		ev.ClientIP = rec.Proxies.ClientIP(r)
+		ev.ClientIP = clientaddr.Of(r)
 		ev.UserAgent = truncate(r.UserAgent(), 512)
 	}
 	return st.AppendEvents(ctx, ev)
@@ -120,64 +119,6 @@ func DisplayName(typ string) string {
 		}
 	}
 	return strings.Join(words, " ")
-}
-
-// ClientIP is the address of the peer, ignoring X-Forwarded-For (for
-// throttling keys, which must not be spoofable).
-func ClientIP(r *http.Request) string { return Proxies(nil).ClientIP(r) }
-
-// Proxies are trusted reverse proxies.
-type Proxies []*net.IPNet
-
-// ParseProxies reads addresses and CIDR ranges (validated by config).
-func ParseProxies(list []string) Proxies {
-	var out Proxies
-	for _, p := range list {
-		if _, n, err := net.ParseCIDR(p); err == nil {
-			out = append(out, n)
-		} else if ip := net.ParseIP(p); ip != nil {
-			bits := 128
-			if ip.To4() != nil {
-				ip, bits = ip.To4(), 32
-			}
-			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
-		}
-	}
-	return out
-}
-
-func (ps Proxies) trusted(ip net.IP) bool {
-	for _, n := range ps {
-		if n.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// ClientIP is the peer's address; when the peer is a trusted proxy, the
-// right-most address of X-Forwarded-For that is not itself a trusted proxy
-// (addresses further left were written by the client and prove nothing).
-func (ps Proxies) ClientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || len(ps) == 0 || !ps.trusted(ip) {
-		return host
-	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		hop := net.ParseIP(strings.TrimSpace(hops[i]))
-		if hop == nil {
-			break
-		}
-		if !ps.trusted(hop) {
-			return hop.String()
-		}
-	}
-	return host
 }
 
 func truncate(s string, n int) string {

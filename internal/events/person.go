@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unicode"
 
+	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -38,7 +39,7 @@ func (rec *Recorder) RecordPerson(ctx context.Context, st Appender, r *http.Requ
 	ev := store.Event{ID: rec.NewID(), Kind: store.EventPerson, Type: e.Type, Name: name, PersonID: e.PersonID,
 		UserID: e.PersonID, AgentUser: e.AgentUser, Partition: e.Partition, Context: e.Context, Occurred: rec.Now().UTC()}
 	if r != nil {
-		ev.ClientIP = rec.Proxies.ClientIP(r)
+		ev.ClientIP = clientaddr.Of(r)
 		ev.UserAgent = truncate(r.UserAgent(), 512)
 	}
 	return st.AppendEvents(ctx, ev)
@@ -74,10 +75,8 @@ type personError struct {
 
 // PersonEvents is GET /api/events (HTTP basic): the events an actor triggered.
 func (s *Search) PersonEvents(w http.ResponseWriter, r *http.Request) error {
-	if _, ok := s.Users.Check(r); !ok {
-		w.Header().Set("WWW-Authenticate", `Basic realm="latchkey"`)
-		w.WriteHeader(http.StatusUnauthorized)
-		return nil
+	if _, ok, err := s.Users.Guard(w, r); !ok {
+		return err
 	}
 	if s.Enabled != nil && !s.Enabled() {
 		httpx.WriteJSON(w, http.StatusServiceUnavailable, personError{ErrorCode: 1001, ErrorMessage: "Requested feature not available."})

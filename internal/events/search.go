@@ -116,6 +116,9 @@ func (s *Search) OAuthEvents(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, clientauth.ErrUnauthenticated):
 		return &httpx.Error{Status: http.StatusUnauthorized, Code: "invalid_client", Description: "Valid client credentials are required.",
 			Header: map[string]string{"WWW-Authenticate": `Basic realm="latchkey", Bearer realm="latchkey"`}, Cause: err}
+	case errors.Is(err, clientauth.ErrThrottled):
+		retry, _ := clientauth.RetryAfter(err)
+		return httpx.TooManyRequests("too_many_attempts", "Too many failed client authentications. Retry later.", retry)
 	case errors.Is(err, clientauth.ErrForbidden):
 		return &httpx.Error{Status: http.StatusForbidden, Code: "insufficient_scope", Description: "The client is not allowed the scope " + APIScope + "."}
 	case err != nil:

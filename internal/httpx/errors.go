@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // Error is an error a handler answers with. Code and Description go to the
@@ -128,4 +130,21 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 func NoStore(w http.ResponseWriter) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
+}
+
+// RetryAfter is the Retry-After value (RFC 9110 section 10.2.3) for d:
+// whole seconds, rounded up, at least 1.
+func RetryAfter(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+// TooManyRequests is a 429 that says when to come back: every 429 of
+// latchkey carries Retry-After (docs/THROTTLES.md).
+func TooManyRequests(code, desc string, retryAfter time.Duration) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Code: code, Description: desc,
+		Header: map[string]string{"Retry-After": RetryAfter(retryAfter)}}
 }

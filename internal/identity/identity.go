@@ -13,12 +13,15 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/throttle"
+	"github.com/latchkey/latchkey/internal/token"
 	"github.com/latchkey/latchkey/internal/totp"
 )
 
@@ -44,13 +47,25 @@ const (
 	PasswordIdPName = "Username and password"
 )
 
-// Login throttling: an account or an address that failed this often within
-// the window is refused until the window ends (authelia's regulation, in a
-// store shared by every instance).
+// Login throttling (docs/THROTTLES.md). Failures are counted per account
+// and address together, per address, and per account; the account counter
+// is slower and does not apply to a known device (a browser where the
+// account signed in before, DeviceCookie), so an attacker's failures from
+// elsewhere do not lock its owner out. Each attempt is reserved before the
+// password is checked, so concurrent attempts cannot exceed a limit; a
+// successful attempt gives its reservation back.
 const (
-	ThrottleWindow     = 15 * time.Minute
-	MaxFailsPerAccount = 5
-	MaxFailsPerIP      = 50
+	ThrottleWindow            = 15 * time.Minute
+	MaxFailsPerAccountAddress = 5
+	MaxFailsPerIP             = 50
+	// The per-account back-off: distributed guessing gets 20 tries an hour
+	// (under 500 a day), while the owner, on a known device, is not counted
+	// here at all.
+	AccountThrottleWindow = time.Hour
+	MaxFailsPerAccount    = 20
+	// A known device has its own counter instead, so a stolen device
+	// cookie buys no more guesses than one address has.
+	MaxFailsPerDevice = 5
 )
 
 // Service checks credentials.
@@ -62,11 +77,19 @@ type Service struct {
 	EventLog events.Appender
 	// TOTP opens the sealed TOTP secrets of persons (step-up).
 	TOTP *seal.Sealer
+	// Devices signs the known-device cookies; nil: no device is known and
+	// every login counts against the per-account back-off.
+	Devices *token.Hasher
 	// PasswordPolicy applies the password policy wherever a password is set
 	// (nil: no policy).
 	PasswordPolicy func(ctx context.Context, password string) error
-	// dummy is verified for unknown accounts so that they take as long as
-	// known ones (timing must not reveal which emails exist).
+	// Verify checks a password against a PHC hash (password.Verify; tests
+	// count the work with it).
+	Verify func(phc, pw string) (bool, error)
+	// dummy is verified for unknown accounts, and beside any hash weaker
+	// than it, so that every attempt costs at least one argon2id at today's
+	// parameters: timing must not reveal which emails exist or which
+	// accounts were imported.
 	dummy string
 }
 
@@ -76,7 +99,7 @@ func New(st store.Store, rec *events.Recorder, now func() time.Time) (*Service, 
 	if err != nil {
 		return nil, err
 	}
-	return &Service{Store: st, Events: rec, Now: now, dummy: dummy}, nil
+	return &Service{Store: st, Events: rec, Now: now, Verify: password.Verify, dummy: dummy}, nil
 }
 
 // Errors of CheckPassword: each is an *httpx.Error whose description is safe
@@ -88,22 +111,44 @@ var (
 		Description: "Too many failed attempts. Wait a few minutes and try again."}
 )
 
-// CheckPassword verifies email and password, counting failures per account
-// and per client address, and upgrades an outdated hash to argon2id.
+// throttled is ErrThrottled (errors.Is) with its Retry-After.
+func throttled(retry time.Duration) error {
+	e := httpx.TooManyRequests(ErrThrottled.Code, ErrThrottled.Description, retry)
+	e.Cause = ErrThrottled
+	return e
+}
+
+// loginLimits are the counters of one attempt. They depend on the email as
+// typed and the client, never on whether the account exists, so a
+// throttled answer is the same for every email.
+func (s *Service) loginLimits(r *http.Request, email string) []throttle.Limit {
+	account := strings.ToLower(email)
+	addr := clientaddr.Key(r)
+	ls := []throttle.Limit{
+		{Key: "login:pair:" + account + "|" + addr, Max: MaxFailsPerAccountAddress, Window: ThrottleWindow},
+		{Key: "login:ip:" + addr, Max: MaxFailsPerIP, Window: ThrottleWindow},
+	}
+	if device := s.knownDevice(r, account); device != "" {
+		return append(ls, throttle.Limit{Key: "login:device:" + account + "|" + device, Max: MaxFailsPerDevice, Window: ThrottleWindow})
+	}
+	return append(ls, throttle.Limit{Key: "login:account:" + account, Max: MaxFailsPerAccount, Window: AccountThrottleWindow})
+}
+
+// CheckPassword verifies email and password under the login throttles and
+// upgrades an outdated hash to argon2id.
 func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw string) (store.Person, error) {
 	now := s.Now()
 	email = strings.TrimSpace(email)
-	accountKey := "login:account:" + strings.ToLower(email)
-	ipKey := "login:ip:" + events.ClientIP(r)
-	for key, max := range map[string]int{accountKey: MaxFailsPerAccount, ipKey: MaxFailsPerIP} {
-		n, err := s.Store.Count(ctx, key, ThrottleWindow, now)
-		if err != nil {
-			return store.Person{}, err
-		}
-		if n >= max {
+	limits := s.loginLimits(r, email)
+	if err := throttle.Reserve(ctx, s.Store, now, limits...); err != nil {
+		var refused *throttle.Refused
+		if errors.As(err, &refused) {
+			// No lookup and no hash: the same (cheap) answer whether or
+			// not the account exists.
 			s.record(ctx, r, events.LoginThrottled, "")
-			return store.Person{}, ErrThrottled
+			return store.Person{}, throttled(refused.RetryAfter)
 		}
+		return store.Person{}, err
 	}
 	p, err := s.Store.GetPersonByEmail(ctx, "", email)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -113,18 +158,32 @@ func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw 
 	if err != nil || hash == "" {
 		hash = s.dummy
 	}
-	ok, verr := password.Verify(hash, pw)
+	ok, verr := s.Verify(hash, pw)
+	if hash != s.dummy && password.NeedsRehash(hash) {
+		// A PBKDF2 or bcrypt hash (imported, not yet upgraded) is cheaper
+		// than argon2id: pay the difference, or a fast answer would tell
+		// that the email belongs to an imported account.
+		_, _ = s.Verify(s.dummy, pw)
+	}
 	if err != nil || p.PasswordHash == "" || verr != nil || !ok || !MaySignIn(p.Status) {
-		for _, key := range []string{accountKey, ipKey} {
-			if _, herr := s.Store.Hit(ctx, key, ThrottleWindow, now); herr != nil {
-				return store.Person{}, herr
-			}
-		}
+		// The reservation stays: it was a failure.
 		s.record(ctx, r, events.LoginFailed, p.ID)
 		return store.Person{}, ErrBadCredentials
 	}
-	if err := s.Store.Reset(ctx, accountKey); err != nil {
-		return store.Person{}, err
+	// A success gives its reservation back. This account at this address
+	// (or on this device) proved itself: its own earlier typos are
+	// forgiven too. The per-account back-off only loses this attempt: the
+	// failures behind it may be someone else's.
+	for _, l := range limits {
+		var err error
+		if strings.HasPrefix(l.Key, "login:pair:") || strings.HasPrefix(l.Key, "login:device:") {
+			err = s.Store.Reset(ctx, l.Key)
+		} else {
+			err = throttle.Release(ctx, s.Store, l)
+		}
+		if err != nil {
+			return store.Person{}, err
+		}
 	}
 	if password.NeedsRehash(p.PasswordHash) {
 		if err := s.setPassword(ctx, p.ID, pw); err != nil {
@@ -153,30 +212,31 @@ func (s *Service) CheckTOTP(ctx context.Context, r *http.Request, p store.Person
 		return ErrBadTOTP
 	}
 	now := s.Now()
-	failKey := "totp:fail:" + p.ID
-	n, err := s.Store.Count(ctx, failKey, ThrottleWindow, now)
-	if err != nil {
-		return err
+	limit := throttle.Limit{Key: "totp:fail:" + p.ID, Max: MaxTOTPFails, Window: ThrottleWindow}
+	// Reserved before the code is checked, so concurrent guesses stay
+	// within the limit; a throttled code is answered as a wrong one.
+	if err := throttle.Reserve(ctx, s.Store, now, limit); err != nil {
+		if !errors.As(err, new(*throttle.Refused)) {
+			return err
+		}
+		s.record(ctx, r, events.TOTPFailed, p.ID)
+		return ErrBadTOTP
 	}
 	secret, err := s.TOTP.Open(p.TOTPSecret, []byte(p.ID))
 	if err != nil {
 		return fmt.Errorf("totp secret of person %s: %w", p.ID, err)
 	}
-	counter, ok := totp.Verify(secret, strings.TrimSpace(code), now)
-	if ok && n < MaxTOTPFails {
+	if counter, ok := totp.Verify(secret, strings.TrimSpace(code), now); ok {
 		// Single use of a step, as for client assertion ids: recorded
 		// until the code can no longer match.
 		err := s.Store.UseAssertionID(ctx, "totp:"+p.ID, strconv.FormatUint(counter, 10), now.Add(3*totp.Step), now)
 		if err == nil {
 			s.record(ctx, r, events.TOTPSucceeded, p.ID)
-			return nil
+			return throttle.Release(ctx, s.Store, limit)
 		}
 		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}
-	}
-	if _, err := s.Store.Hit(ctx, failKey, ThrottleWindow, now); err != nil {
-		return err
 	}
 	s.record(ctx, r, events.TOTPFailed, p.ID)
 	return ErrBadTOTP

@@ -1,18 +1,29 @@
 package identity
 
 import (
+	"bytes"
 	"context"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
+	"github.com/latchkey/latchkey/internal/token"
 )
 
 type clock struct{ t time.Time }
@@ -40,11 +51,47 @@ func newService(t *testing.T) (*Service, store.Store, *clock) {
 	return s, st, c
 }
 
-func login(s *Service, ip, email, pw string) error {
+func loginRequest(ip string) *http.Request {
 	r := httptest.NewRequest("POST", "/login", nil)
 	r.RemoteAddr = ip + ":4242"
-	_, err := s.CheckPassword(context.Background(), r, email, pw)
+	return r
+}
+
+func login(s *Service, ip, email, pw string) error {
+	_, err := s.CheckPassword(context.Background(), loginRequest(ip), email, pw)
 	return err
+}
+
+func retryAfter(err error) string {
+	var he *httpx.Error
+	if !errors.As(err, &he) {
+		return ""
+	}
+	return he.Header["Retry-After"]
+}
+
+func testHasher(t *testing.T) *token.Hasher {
+	t.Helper()
+	h, err := token.NewHasher(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func deviceCookieFor(t *testing.T, s *Service, email string) *http.Cookie {
+	t.Helper()
+	w := httptest.NewRecorder()
+	s.RememberDevice(w, email, true)
+	return w.Result().Cookies()[0]
+}
+
+// pbkdf2Of is the PHC string of an imported PBKDF2-SHA256 hash.
+func pbkdf2Of(pw string) string {
+	salt := []byte("0123456789abcdef")
+	key, _ := pbkdf2.Key(sha256.New, pw, salt, 10_000, 32)
+	b := base64.RawStdEncoding
+	return fmt.Sprintf("$pbkdf2-sha256$i=10000$%s$%s", b.EncodeToString(salt), b.EncodeToString(key))
 }
 
 func TestCheckPassword(t *testing.T) {
@@ -63,20 +110,209 @@ func TestCheckPassword(t *testing.T) {
 	}
 }
 
-func TestFailedLoginsAreThrottledPerAccount(t *testing.T) {
+func TestFailedLoginsAreThrottledPerAccountAndAddress(t *testing.T) {
 	s, _, c := newService(t)
-	for i := range MaxFailsPerAccount {
-		// Each failure from another address: only the account counter trips.
-		if err := login(s, "10.0.1."+string(rune('1'+i)), "jane@example.com", "wrong"); !errors.Is(err, ErrBadCredentials) {
+	for i := range MaxFailsPerAccountAddress {
+		if err := login(s, "10.0.1.1", "jane@example.com", "wrong"); !errors.Is(err, ErrBadCredentials) {
 			t.Fatalf("failure %d: %v", i+1, err)
 		}
 	}
-	if err := login(s, "10.0.2.1", "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
-		t.Errorf("after %d failures even the right password must wait: %v", MaxFailsPerAccount, err)
+	err := login(s, "10.0.1.1", "jane@example.com", "right-password")
+	if !errors.Is(err, ErrThrottled) {
+		t.Fatalf("after %d failures from one address even the right password waits there: %v", MaxFailsPerAccountAddress, err)
+	}
+	if got := retryAfter(err); got != strconv.Itoa(int(ThrottleWindow/time.Second)) {
+		t.Errorf("Retry-After = %q, want the whole window (%v): no time has passed", got, ThrottleWindow)
+	}
+	if err := login(s, "10.0.1.2", "jane@example.com", "right-password"); err != nil {
+		t.Errorf("the same account from another address is not locked out: %v", err)
+	}
+	if err := login(s, "10.0.1.1", "nobody@example.com", "x"); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("another account from the address is not locked out: %v", err)
 	}
 	c.t = c.t.Add(ThrottleWindow)
-	if err := login(s, "10.0.2.1", "jane@example.com", "right-password"); err != nil {
+	if err := login(s, "10.0.1.1", "jane@example.com", "right-password"); err != nil {
 		t.Errorf("after the window: %v", err)
+	}
+}
+
+func TestIPv6AddressesAreCountedPer64(t *testing.T) {
+	s, _, _ := newService(t)
+	for i := range MaxFailsPerAccountAddress {
+		// A fresh address of the same /64 each time.
+		if err := login(s, fmt.Sprintf("[2001:db8:1:2::%x]", i+1), "jane@example.com", "wrong"); !errors.Is(err, ErrBadCredentials) {
+			t.Fatalf("failure %d: %v", i+1, err)
+		}
+	}
+	if err := login(s, "[2001:db8:1:2:ffff::1]", "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
+		t.Errorf("another address of the same /64: %v, want throttled", err)
+	}
+	if err := login(s, "[2001:db8:1:3::1]", "jane@example.com", "right-password"); err != nil {
+		t.Errorf("another /64: %v", err)
+	}
+}
+
+func TestAccountBackOffSparesKnownDevices(t *testing.T) {
+	s, _, c := newService(t)
+	s.Devices = testHasher(t)
+	// The owner signed in on this browser before.
+	w := httptest.NewRecorder()
+	s.RememberDevice(w, "Jane@Example.com", true)
+	cookie := w.Result().Cookies()[0]
+	// An attacker fails from many addresses: each pair stays under its
+	// limit, the account's back-off trips.
+	for i := range MaxFailsPerAccount {
+		if err := login(s, fmt.Sprintf("198.51.100.%d", i+1), "jane@example.com", "guess"); !errors.Is(err, ErrBadCredentials) {
+			t.Fatalf("failure %d: %v", i+1, err)
+		}
+	}
+	if err := login(s, "203.0.113.1", "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
+		t.Errorf("an unknown device must wait out the per-account back-off: %v", err)
+	}
+	r := loginRequest("203.0.113.2")
+	r.AddCookie(cookie)
+	if _, err := s.CheckPassword(context.Background(), r, "jane@example.com", "right-password"); err != nil {
+		t.Errorf("the owner's known device is not locked out by the attacker's failures: %v", err)
+	}
+	// A cookie of another account, or a forged one, is no known device.
+	for name, ck := range map[string]*http.Cookie{
+		"other account": deviceCookieFor(t, s, "someone@example.com"),
+		"forged mac":    {Name: DeviceCookie, Value: cookie.Value[:len(cookie.Value)-2] + "AA"},
+	} {
+		r := loginRequest("203.0.113.3")
+		r.AddCookie(ck)
+		if _, err := s.CheckPassword(context.Background(), r, "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
+			t.Errorf("%s: %v, want throttled", name, err)
+		}
+	}
+	// A stolen cookie buys no more guesses than an address has.
+	for i := range MaxFailsPerDevice {
+		r := loginRequest(fmt.Sprintf("192.0.2.%d", i+1))
+		r.AddCookie(cookie)
+		if _, err := s.CheckPassword(context.Background(), r, "jane@example.com", "guess"); !errors.Is(err, ErrBadCredentials) {
+			t.Fatalf("device failure %d: %v", i+1, err)
+		}
+	}
+	r = loginRequest("192.0.2.200")
+	r.AddCookie(cookie)
+	if _, err := s.CheckPassword(context.Background(), r, "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
+		t.Errorf("after %d failures on the device: %v, want throttled", MaxFailsPerDevice, err)
+	}
+	c.t = c.t.Add(AccountThrottleWindow)
+	if err := login(s, "203.0.113.1", "jane@example.com", "right-password"); err != nil {
+		t.Errorf("after the back-off window: %v", err)
+	}
+}
+
+// countingVerify counts verifications, and among them those of an argon2id
+// hash at today's parameters (the work every attempt must cost).
+type countingVerify struct {
+	mu           sync.Mutex
+	calls, argon int
+}
+
+func (cv *countingVerify) install(s *Service) {
+	s.Verify = func(phc, pw string) (bool, error) {
+		cv.mu.Lock()
+		cv.calls++
+		if !password.NeedsRehash(phc) {
+			cv.argon++
+		}
+		cv.mu.Unlock()
+		return password.Verify(phc, pw)
+	}
+}
+
+func (cv *countingVerify) take() (calls, argon int) {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	calls, argon, cv.calls, cv.argon = cv.calls, cv.argon, 0, 0
+	return calls, argon
+}
+
+func TestConcurrentFailuresStayWithinTheLimit(t *testing.T) {
+	s, _, _ := newService(t)
+	var cv countingVerify
+	cv.install(s)
+	attempt := func(n int, ip func(i int) string) (bad, throttled int) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := login(s, ip(i), "jane@example.com", "wrong")
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case errors.Is(err, ErrThrottled):
+					throttled++
+				case errors.Is(err, ErrBadCredentials):
+					bad++
+				default:
+					t.Errorf("attempt %d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		return bad, throttled
+	}
+	bad, thr := attempt(20, func(int) string { return "10.0.7.1" })
+	if calls, _ := cv.take(); calls != MaxFailsPerAccountAddress || bad != MaxFailsPerAccountAddress || thr != 20-MaxFailsPerAccountAddress {
+		t.Errorf("20 concurrent failures from one address: %d checked, %d wrong, %d throttled; want exactly %d checked",
+			calls, bad, thr, MaxFailsPerAccountAddress)
+	}
+	// From many addresses the per-account back-off holds, also concurrently
+	// (the 5 above count towards it).
+	bad, _ = attempt(40, func(i int) string { return fmt.Sprintf("10.0.8.%d", i+1) })
+	if calls, _ := cv.take(); calls != MaxFailsPerAccount-MaxFailsPerAccountAddress || bad != calls {
+		t.Errorf("40 concurrent failures from 40 addresses: %d checked, want %d", calls, MaxFailsPerAccount-MaxFailsPerAccountAddress)
+	}
+}
+
+func TestEveryAttemptCostsTheSameWork(t *testing.T) {
+	s, st, _ := newService(t)
+	var cv countingVerify
+	cv.install(s)
+	ctx := context.Background()
+	for email, hash := range map[string]string{
+		"pbkdf2@example.com": pbkdf2Of("right-password"),
+		"bcrypt@example.com": bcryptOf(t, "right-password"),
+	} {
+		if err := st.CreatePerson(ctx, store.Person{ID: email, Email: email, PasswordHash: hash, Status: StatusActivated,
+			CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, email := range []string{"jane@example.com", "nobody@example.com", "pbkdf2@example.com", "bcrypt@example.com"} {
+		ip := fmt.Sprintf("10.0.9.%d", i+1)
+		if err := login(s, ip, email, "wrong"); !errors.Is(err, ErrBadCredentials) {
+			t.Fatalf("%s: %v", email, err)
+		}
+		if _, argon := cv.take(); argon != 1 {
+			t.Errorf("%s: a wrong password cost %d argon2id verifications, want exactly 1 like every account", email, argon)
+		}
+	}
+	// Throttled answers: no lookup, no hash, the same answer for an
+	// account that exists and one that does not.
+	answers := map[string]string{}
+	for _, email := range []string{"jane@example.com", "nobody@example.com", "pbkdf2@example.com"} {
+		for range MaxFailsPerAccountAddress {
+			_ = login(s, "10.0.10.1", email, "wrong")
+		}
+		cv.take()
+		err := login(s, "10.0.10.1", email, "wrong")
+		var he *httpx.Error
+		if !errors.Is(err, ErrThrottled) || !errors.As(err, &he) {
+			t.Fatalf("%s: %v, want throttled", email, err)
+		}
+		if calls, _ := cv.take(); calls != 0 {
+			t.Errorf("%s: a throttled attempt verified %d hashes, want 0", email, calls)
+		}
+		answers[email] = fmt.Sprint(he.Status, he.Code, he.Description, he.Header)
+	}
+	if answers["jane@example.com"] != answers["nobody@example.com"] || answers["jane@example.com"] != answers["pbkdf2@example.com"] {
+		t.Errorf("throttled answers differ by account: %v", answers)
 	}
 }
 

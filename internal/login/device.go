@@ -4,22 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/oauth"
-)
-
-// Wrong user codes are throttled per client address and across the whole
-// service, so the 20^8 code space cannot be searched: at the global limit an
-// attacker tries 1,000 codes a minute, and with a thousand live codes needs
-// on the order of 10^4 years to hit one.
-const (
-	DeviceThrottleWindow = 5 * time.Minute
-	MaxWrongCodesPerIP   = 20
-	globalThrottleWindow = time.Minute
-	MaxWrongCodesGlobal  = 1000
+	"github.com/latchkey/latchkey/internal/throttle"
 )
 
 const deviceCSRFPurpose = "device-verification"
@@ -55,36 +44,19 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 		p.render(w, http.StatusForbidden, "error.html", &pageData{Lang: lang, T: t, Message: t["error.csrf"]})
 		return nil
 	}
-	now := p.Now()
-	limits := []struct {
-		key    string
-		window time.Duration
-		max    int
-	}{
-		{"device:ip:" + events.ClientIP(r), DeviceThrottleWindow, MaxWrongCodesPerIP},
-		{"device:global", globalThrottleWindow, MaxWrongCodesGlobal},
-	}
-	for _, l := range limits {
-		n, err := p.Store.Count(ctx, l.key, l.window, now)
-		if err != nil {
-			return err
-		}
-		if n >= l.max {
-			_ = p.OAuth.Events.RecordOAuth(ctx, p.OAuth.EventSink(), r, events.OAuth{Type: oauth.EventDeviceUserCodeThrottle})
-			p.render(w, http.StatusTooManyRequests, "device_code.html", &pageData{Lang: lang, T: t,
-				Action: oauth.PathDeviceVerification, CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: t["device.throttled"]})
-			return nil
-		}
-	}
 	code := oauth.NormalizeUserCode(r.PostForm.Get("user_code"))
-	d, err := p.OAuth.LookupUserCode(ctx, code)
+	// The guessing throttle of every user code entry (oauth.GuessUserCode):
+	// wrong codes are counted per address, a valid one is never refused
+	// for the misses of others.
+	d, err := p.OAuth.GuessUserCode(ctx, r, code)
+	var refused *throttle.Refused
 	switch {
+	case errors.As(err, &refused):
+		w.Header().Set("Retry-After", httpx.RetryAfter(refused.RetryAfter))
+		p.render(w, http.StatusTooManyRequests, "device_code.html", &pageData{Lang: lang, T: t,
+			Action: oauth.PathDeviceVerification, CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: t["device.throttled"]})
+		return nil
 	case errors.Is(err, oauth.ErrUserCodeUnknown):
-		for _, l := range limits {
-			if _, err := p.Store.Hit(ctx, l.key, l.window, now); err != nil {
-				return err
-			}
-		}
 		_ = p.OAuth.Events.RecordOAuth(ctx, p.OAuth.EventSink(), r, events.OAuth{Type: oauth.EventDeviceUserCodeWrong})
 		p.render(w, http.StatusBadRequest, "device_status.html", &pageData{Lang: lang, T: t, Status: "invalid"})
 		return nil

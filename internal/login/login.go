@@ -177,10 +177,16 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
 		if !errors.As(err, &he) {
 			return err
 		}
+		for k, v := range he.Header { // Retry-After of a throttled login
+			w.Header().Set(k, v)
+		}
 		p.render(w, he.Status, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
 			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Email: email, Error: he.Description})
 		return nil
 	}
+	// This browser now counts as the account's known device: failures
+	// elsewhere no longer lock its owner out here (identity.DeviceCookie).
+	p.Identity.RememberDevice(w, email, p.Secure)
 	sess, err := p.startSession(w, r, person)
 	if err != nil {
 		return err

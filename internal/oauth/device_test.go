@@ -1,10 +1,12 @@
 package oauth_test
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +15,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/config"
-	"github.com/latchkey/latchkey/internal/login"
 	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 )
 
@@ -315,13 +317,21 @@ func TestWrongUserCodesAreThrottled(t *testing.T) {
 		}
 		statuses[submit(string(code))]++
 	}
-	if statuses[http.StatusBadRequest] != login.MaxWrongCodesPerIP || statuses[http.StatusTooManyRequests] != 200-login.MaxWrongCodesPerIP {
-		t.Errorf("statuses %v: want %d refused as invalid, then the rest throttled", statuses, login.MaxWrongCodesPerIP)
+	if statuses[http.StatusBadRequest] != oauth.MaxWrongCodesPerIP || statuses[http.StatusTooManyRequests] != 200-oauth.MaxWrongCodesPerIP {
+		t.Errorf("statuses %v: want %d refused as invalid, then the rest throttled", statuses, oauth.MaxWrongCodesPerIP)
 	}
 	if got := submit(d.UserCode); got != http.StatusTooManyRequests {
 		t.Errorf("during the throttle even the right code waits: %d", got)
 	}
-	clock.Advance(login.DeviceThrottleWindow)
+	resp, err := b.PostForm(s.URL+oauth.PathDeviceVerification, url.Values{"csrf_token": {csrf}, "user_code": {"BBBBBBBB"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ra := resp.Header.Get("Retry-After"); ra != strconv.Itoa(int(oauth.DeviceThrottleWindow/time.Second)) {
+		t.Errorf("429 Retry-After = %q, want the rest of the window", ra)
+	}
+	clock.Advance(oauth.DeviceThrottleWindow)
 	if got := submit(d.UserCode); got != http.StatusSeeOther {
 		t.Errorf("after the window the right code continues to login: %d", got)
 	}
@@ -396,4 +406,92 @@ func TestInAppApprovalAcrossClients(t *testing.T) {
 			t.Errorf("app2 approving a listed client's device: %d %v", r.status, r.json)
 		}
 	})
+}
+
+// proxied is a config whose clients reach latchkey through a trusted proxy
+// (the test's own loopback), so each request names its client address.
+func proxied(cfg *config.Config) *config.Config {
+	cfg.TrustedProxies = []string{"127.0.0.1", "::1"}
+	return cfg
+}
+
+// A distributed search of user codes (the global count of misses is full)
+// must not refuse a person who types a valid code from a fresh address;
+// addresses that miss get the smaller budget.
+func TestValidUserCodeIsNotRefusedByTheGlobalLimit(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			s := servertest.Start(t, proxied(deviceConfig()), servertest.Options{Backend: backend, Clock: servertest.NewClock()})
+			d := deviceAuth(t, s, "tv", "read")
+			// The misses of a botnet, counted as the service counts them.
+			for range oauth.MaxWrongCodesGlobal {
+				if _, _, err := s.Store.Take(context.Background(), "device:global", oauth.GlobalThrottleWindow,
+					oauth.MaxWrongCodesGlobal, s.Clock.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := s.Browser()
+			page := servertest.Get(t, b, s.URL+oauth.PathDeviceVerification)
+			csrf := servertest.CSRFRE.FindStringSubmatch(page)[1]
+			submit := func(from, code string) *http.Response {
+				req, _ := http.NewRequest("POST", s.URL+oauth.PathDeviceVerification,
+					strings.NewReader(url.Values{"csrf_token": {csrf}, "user_code": {code}}.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("X-Forwarded-For", from)
+				resp, err := b.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp
+			}
+			if resp := submit("198.51.100.1", d.UserCode); resp.StatusCode != http.StatusSeeOther {
+				t.Errorf("a valid code from a fresh address during a search: %d, want 303 to login", resp.StatusCode)
+			}
+			for i := range oauth.MaxWrongCodesPerIPUnderAttack {
+				if resp := submit("198.51.100.2", "BBBBBBBB"); resp.StatusCode != http.StatusBadRequest {
+					t.Fatalf("miss %d: %d", i+1, resp.StatusCode)
+				}
+			}
+			resp := submit("198.51.100.2", "BBBBBBBB")
+			if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+				t.Errorf("an address past the smaller budget: %d, Retry-After %q; want 429 with Retry-After",
+					resp.StatusCode, resp.Header.Get("Retry-After"))
+			}
+		})
+	}
+}
+
+// The in-app approval endpoint answers user codes too: the same guessing
+// throttle as the verification page, not 60 answers to 60 guesses.
+func TestInAppApprovalThrottlesWrongUserCodes(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			s := servertest.Start(t, proxied(deviceConfig()), servertest.Options{Backend: backend, Clock: servertest.NewClock()})
+			app := appToken(t, s, "read", oauth.DeviceApproveScope)
+			d := deviceAuth(t, s, "tv", "read")
+			approve := func(from, code string) answer {
+				req, _ := http.NewRequest("POST", s.URL+oauth.PathDeviceApprove+"?user_code="+url.QueryEscape(code), nil)
+				req.Header.Set("Authorization", "Bearer "+app.AccessToken)
+				req.Header.Set("X-Forwarded-For", from)
+				resp, body := openapicheck.Do(t, s.Client(), req)
+				a := answer{status: resp.StatusCode, header: resp.Header, body: string(body)}
+				_ = json.Unmarshal(body, &a.json)
+				return a
+			}
+			for i := range oauth.MaxWrongCodesPerIP {
+				if r := approve("203.0.113.7", "BBBBBBBB"); r.status != http.StatusBadRequest || r.json["error"] != "invalid_grant" {
+					t.Fatalf("wrong code %d: %d %s", i+1, r.status, r.body)
+				}
+			}
+			r := approve("203.0.113.7", d.UserCode)
+			if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") != strconv.Itoa(int(oauth.DeviceThrottleWindow/time.Second)) {
+				t.Errorf("after %d wrong codes: %d %s, Retry-After %q; want 429 with the rest of the window",
+					oauth.MaxWrongCodesPerIP, r.status, r.body, r.header.Get("Retry-After"))
+			}
+			if r := approve("203.0.113.8", d.UserCode); r.status != http.StatusNoContent {
+				t.Errorf("from another address the valid code is approved: %d %s", r.status, r.body)
+			}
+		})
+	}
 }

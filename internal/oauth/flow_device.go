@@ -16,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/throttle"
 	"github.com/latchkey/latchkey/internal/token"
 )
 
@@ -374,7 +375,7 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 	if !slices.Contains(t.Scopes, DeviceApproveScope) || t.Subject == "" {
 		return oauthError(http.StatusForbidden, ErrAccessDenied, "The access token does not carry "+DeviceApproveScope+" for a person.")
 	}
-	d, err := s.LookupUserCode(ctx, userCode)
+	d, err := s.GuessUserCode(ctx, r, userCode) // the verification page's guessing throttle
 	if err == nil {
 		if err := s.mayApproveFor(ctx, t.ClientID, d.ClientID); err != nil {
 			return err
@@ -389,7 +390,10 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 			err = s.ApproveDevice(ctx, r, userCode, a, "app")
 		}
 	}
+	var refused *throttle.Refused
 	switch {
+	case errors.As(err, &refused):
+		return httpx.TooManyRequests("too_many_attempts", "Too many wrong user codes. Wait and try again.", refused.RetryAfter)
 	case errors.Is(err, ErrUserCodeUnknown):
 		return badRequest(ErrInvalidGrant, "The user code is invalid.")
 	case errors.Is(err, ErrUserCodeExpired):

@@ -50,7 +50,7 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 		s.record(r.Context(), s.Store, r, events.OAuth{Type: EventIntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
 		he := clientError(err)
 		var e *httpx.Error
-		if errors.As(he, &e) {
+		if errors.As(he, &e) && e.Status != http.StatusTooManyRequests {
 			// shared/spec/NOTES.md: a missing or bad client credential is 401 invalid_client.
 			e.Status, e.Code = http.StatusUnauthorized, ErrInvalidClient
 		}

@@ -94,11 +94,16 @@ func badRequest(code, desc string) *httpx.Error { return oauthError(http.StatusB
 
 // clientError turns a client authentication failure into the RFC 6749
 // answer: 401 invalid_client (with a Basic challenge when Basic was tried)
-// or 400 invalid_request.
+// or 400 invalid_request; 429 with Retry-After for a throttled caller.
 func clientError(err error) error {
 	var ce *clientauth.Error
 	if !errors.As(err, &ce) {
 		return err // store trouble: a 500, logged
+	}
+	if ce.RetryAfter > 0 {
+		he := httpx.TooManyRequests(ce.Code, ce.Description, ce.RetryAfter)
+		he.Cause = ce.Cause
+		return he
 	}
 	he := &httpx.Error{Status: ce.Status(), Code: ce.Code, Description: ce.Description, Cause: ce.Cause}
 	if ce.Basic || ce.Status() == http.StatusUnauthorized {

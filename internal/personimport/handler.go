@@ -40,11 +40,9 @@ type Handler struct {
 // Import imports the persons of the body: 201 when all were imported, 207
 // with failures otherwise.
 func (h *Handler) Import(w http.ResponseWriter, r *http.Request) error {
-	user, ok := h.Users.Check(r)
+	user, ok, err := h.Users.Guard(w, r)
 	if !ok {
-		w.Header().Set("WWW-Authenticate", `Basic realm="latchkey"`)
-		w.WriteHeader(http.StatusUnauthorized)
-		return nil
+		return err
 	}
 	if h.Enabled != nil && !h.Enabled() {
 		httpx.WriteJSON(w, http.StatusServiceUnavailable, ErrorResponse{CodeFeatureDisabled, "Requested feature not available."})

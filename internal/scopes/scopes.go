@@ -93,6 +93,11 @@ func (a *API) caller(r *http.Request) (store.Client, error) {
 		e.Header = map[string]string{"WWW-Authenticate": `Basic realm="latchkey", Bearer realm="latchkey"`}
 		e.Cause = err
 		return c, e
+	case errors.Is(err, clientauth.ErrThrottled):
+		retry, _ := clientauth.RetryAfter(err)
+		e := httpx.TooManyRequests("too_many_attempts", "Too many failed client authentications. Retry later.", retry)
+		e.Details, e.Cause = []string{}, err
+		return c, e
 	case errors.Is(err, clientauth.ErrForbidden):
 		return c, apiError(http.StatusForbidden, "forbidden", "The client is not allowed the scope "+APIScope+".")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/cimconfig"
+	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
@@ -95,19 +96,19 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	rec := events.NewRecorder()
 	rec.Now = now
-	rec.Proxies = events.ParseProxies(cfg.Events.TrustedProxies)
 	var eventLog events.Appender = &events.GroupCommit{Store: st}
 	if l, ok := st.(store.EventLogger); ok && l.EventLog() != nil {
 		eventLog = l.EventLog()
 	}
 	clients := &clientauth.CachedClients{Source: st, TTL: clientCacheTTL, Now: now}
 	s.clients = &clientauth.Authenticator{
-		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now,
+		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now, Throttle: st,
 		HTTPClient: &http.Client{Timeout: 5 * time.Second},
 	}
 	if s.apiUsers, err = apiUsers(cfg.APIUsers); err != nil {
 		return nil, err
 	}
+	s.apiUsers.Throttle, s.apiUsers.Now = st, now
 	if s.identity, err = identity.New(st, rec, now); err != nil {
 		return nil, err
 	}
@@ -116,6 +117,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return nil, err
 	}
 	s.identity.TOTP = totpSealer
+	s.identity.Devices = h
 	s.identity.EventLog = eventLog
 	s.oauth = &oauth.Service{
 		Store: st, Hasher: h, Clients: s.clients, Passwords: s.identity, Events: rec,
@@ -166,9 +168,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	mux := http.NewServeMux()
 	s.routes(mux)
-	s.handler = httpx.WithRequestID(
+	// The client address is resolved once, behind the trusted proxies, for
+	// every throttle and event (clientaddr.Of, clientaddr.Key).
+	s.handler = clientaddr.New(cfg.ProxyList()).Middleware(httpx.WithRequestID(
 		httpx.SecurityHeaders(strings.HasPrefix(cfg.Issuer, "https://"))(
-			httpx.Observe(logger, s.metrics.observe)(mux)))
+			httpx.Observe(logger, s.metrics.observe)(mux))))
 	return s, nil
 }
 

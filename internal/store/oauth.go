@@ -257,14 +257,23 @@ type Consents interface {
 	ListConsents(ctx context.Context, personID, clientID string) ([]Consent, error)
 }
 
-// Throttle counts attempts per key in fixed windows, shared by every instance
-// (failed logins per account and per IP, wrong user codes).
+// Throttle counts attempts per key, shared by every instance (failed logins,
+// wrong user codes, failed client authentication). A key's window starts at
+// its first counted attempt and lasts window; the next attempt after it
+// starts a new window.
 type Throttle interface {
-	// Hit counts one attempt for key in the window that contains now and
-	// returns the count so far in that window.
-	Hit(ctx context.Context, key string, window time.Duration, now time.Time) (int, error)
-	// Count returns the attempts for key in the window that contains now.
-	Count(ctx context.Context, key string, window time.Duration, now time.Time) (int, error)
+	// Take counts one attempt for key and reports whether it is within
+	// limit attempts of the key's window, in one atomic statement: however
+	// many instances take at once, exactly limit takes of a window are
+	// allowed. A refused take does not extend the window; retryAfter is then
+	// the time until the window ends (0 when allowed).
+	Take(ctx context.Context, key string, window time.Duration, limit int, now time.Time) (allowed bool, retryAfter time.Duration, err error)
+	// Count returns the attempts counted in key's current window (0 when
+	// its window ended), and the time until that window ends.
+	Count(ctx context.Context, key string, window time.Duration, now time.Time) (n int, retryAfter time.Duration, err error)
+	// Release gives back one allowed Take of key (an attempt that proved
+	// right), never below zero.
+	Release(ctx context.Context, key string) error
 	// Reset forgets key.
 	Reset(ctx context.Context, key string) error
 }

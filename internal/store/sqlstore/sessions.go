@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -127,31 +128,47 @@ func (db *DB) ListConsents(ctx context.Context, personID, clientID string) ([]st
 	return out, db.d.Translate(rows.Err())
 }
 
-func windowStart(window time.Duration, now time.Time) int64 {
-	return micros(now.UTC().Truncate(window))
-}
-
-// Hit counts an attempt in the current fixed window, atomically.
-func (db *DB) Hit(ctx context.Context, key string, window time.Duration, now time.Time) (int, error) {
-	var n int
-	err := db.queryRowWrite(ctx, `INSERT INTO throttle (key, window_start, hits) VALUES (?, ?, 1)
+// Take counts an attempt and answers whether it is within limit, in one
+// upsert: the row lock (PostgreSQL) or the single writer (SQLite) orders
+// concurrent takers, and each sees the count its own increment produced.
+// The count stops at limit+1, so refused takes change nothing but what the
+// next taker reads; a window that ended restarts at this attempt.
+func (db *DB) Take(ctx context.Context, key string, window time.Duration, limit int, now time.Time) (bool, time.Duration, error) {
+	t := micros(now)
+	var hits, expires int64
+	err := db.queryRowWrite(ctx, `INSERT INTO throttle (key, window_start, hits, expires_at) VALUES (?, ?, 1, ?)
 		ON CONFLICT (key) DO UPDATE SET
-			hits = CASE WHEN throttle.window_start = excluded.window_start THEN throttle.hits + 1 ELSE 1 END,
-			window_start = excluded.window_start
-		RETURNING hits`, key, windowStart(window, now)).Scan(&n)
-	return n, db.scanErr(err)
+			hits = CASE WHEN throttle.expires_at <= ? THEN 1
+				WHEN throttle.hits > ? THEN throttle.hits ELSE throttle.hits + 1 END,
+			window_start = CASE WHEN throttle.expires_at <= ? THEN excluded.window_start ELSE throttle.window_start END,
+			expires_at = CASE WHEN throttle.expires_at <= ? THEN excluded.expires_at ELSE throttle.expires_at END
+		RETURNING hits, expires_at`, key, t, t+window.Microseconds(), t, limit, t, t).Scan(&hits, &expires)
+	if err := db.scanErr(err); err != nil {
+		return false, 0, err
+	}
+	if hits <= int64(limit) {
+		return true, 0, nil
+	}
+	return false, time.Duration(expires-t) * time.Microsecond, nil
 }
 
-// Count returns the attempts in the current window.
-func (db *DB) Count(ctx context.Context, key string, window time.Duration, now time.Time) (int, error) {
-	var n int
-	err := db.queryRow(ctx, `SELECT hits FROM throttle WHERE key = ? AND window_start = ?`, key, windowStart(window, now)).Scan(&n)
-	if err := db.scanErr(err); err == store.ErrNotFound {
-		return 0, nil
+// Count returns the attempts of key's current window.
+func (db *DB) Count(ctx context.Context, key string, window time.Duration, now time.Time) (int, time.Duration, error) {
+	var n, expires int64
+	t := micros(now)
+	err := db.queryRow(ctx, `SELECT hits, expires_at FROM throttle WHERE key = ? AND expires_at > ?`, key, t).Scan(&n, &expires)
+	if err := db.scanErr(err); errors.Is(err, store.ErrNotFound) {
+		return 0, 0, nil
 	} else if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return n, nil
+	return int(n), time.Duration(expires-t) * time.Microsecond, nil
+}
+
+// Release gives back one attempt of key.
+func (db *DB) Release(ctx context.Context, key string) error {
+	_, err := db.exec(ctx, `UPDATE throttle SET hits = hits - 1 WHERE key = ? AND hits > 0`, key)
+	return err
 }
 
 // Reset forgets a key.
@@ -235,6 +252,7 @@ func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 		`DELETE FROM device_codes WHERE expires_at < ?`,
 		`DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE expires_at < ?)`,
 		`DELETE FROM grants WHERE expires_at < ?`,
+		`DELETE FROM throttle WHERE expires_at < ?`,
 	} {
 		res, err := db.exec(ctx, q, t)
 		if err != nil {

@@ -84,37 +84,90 @@ func testConsents(t *testing.T, s store.Store) {
 }
 
 func testThrottle(t *testing.T, s store.Store) {
-	w := 15 * time.Minute
-	now := time.Now().UTC().Truncate(w).Add(time.Minute) // a minute into a window
-	for i := 1; i <= 3; i++ {
-		if n, err := s.Hit(ctx(), "k", w, now); err != nil || n != i {
-			t.Fatalf("hit %d = %d, %v", i, n, err)
+	const w, limit = 15 * time.Minute, 3
+	now := t0
+	take := func(key string, at time.Time) (bool, time.Duration) {
+		t.Helper()
+		ok, retry, err := s.Take(ctx(), key, w, limit, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok, retry
+	}
+	for i := 1; i <= limit; i++ {
+		if ok, retry := take("k", now.Add(time.Duration(i)*time.Second)); !ok || retry != 0 {
+			t.Fatalf("take %d of %d refused (retry %v)", i, limit, retry)
 		}
 	}
-	if n, _ := s.Count(ctx(), "k", w, now.Add(time.Minute)); n != 3 {
-		t.Errorf("count in the window = %d, want 3", n)
+	// The window started at the first take (now+1s), not at a clock boundary.
+	if ok, retry := take("k", now.Add(time.Minute)); ok || retry != w-time.Minute+time.Second {
+		t.Errorf("take over the limit: allowed=%v retry=%v, want refused with %v", ok, retry, w-time.Minute+time.Second)
 	}
-	if n, _ := s.Count(ctx(), "k", w, now.Add(w)); n != 0 {
-		t.Errorf("count in the next window = %d, want 0", n)
+	if n, retry, err := s.Count(ctx(), "k", w, now.Add(2*time.Minute)); err != nil || n != limit+1 || retry != w-2*time.Minute+time.Second {
+		t.Errorf("count = %d, %v, %v: refused takes stop at limit+1, retry until the window ends", n, retry, err)
 	}
-	if n, _ := s.Hit(ctx(), "k", w, now.Add(w)); n != 1 {
-		t.Errorf("first hit of the next window = %d, want 1", n)
+	if ok, _ := take("k", now.Add(3*time.Minute)); ok {
+		t.Error("refused takes must not free a slot")
+	}
+	if ok, _ := take("other", now.Add(time.Minute)); !ok {
+		t.Error("keys are counted apart")
+	}
+	// The window ends w after its first take: the next take opens a new one.
+	end := now.Add(time.Second + w)
+	if n, _, _ := s.Count(ctx(), "k", w, end); n != 0 {
+		t.Errorf("count after the window = %d, want 0", n)
+	}
+	if ok, _ := take("k", end); !ok {
+		t.Error("first take of a new window refused")
+	}
+	if n, _, _ := s.Count(ctx(), "k", w, end); n != 1 {
+		t.Errorf("count in the new window = %d, want 1", n)
+	}
+	// Release gives an attempt back, never below zero.
+	for range 3 {
+		if err := s.Release(ctx(), "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _, _ := s.Count(ctx(), "k", w, end); n != 0 {
+		t.Errorf("after releases = %d, want 0", n)
+	}
+	for range limit {
+		take("k", end)
+	}
+	if ok, _ := take("k", end); ok {
+		t.Error("a released key counts again from zero up to its limit")
 	}
 	if err := s.Reset(ctx(), "k"); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.Count(ctx(), "k", w, now.Add(w)); n != 0 {
+	if n, _, _ := s.Count(ctx(), "k", w, end); n != 0 {
 		t.Errorf("after reset = %d", n)
 	}
-	if n, _ := s.Count(ctx(), "unknown", w, now); n != 0 {
-		t.Errorf("unknown key = %d", n)
+	if n, retry, _ := s.Count(ctx(), "unknown", w, now); n != 0 || retry != 0 {
+		t.Errorf("unknown key = %d, %v", n, retry)
+	}
+	// Finished windows are cleaned up with the other expired records.
+	if _, err := s.DeleteExpired(ctx(), end.Add(2*w)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := take("k", end.Add(2*w)); !ok {
+		t.Error("take after clean-up refused")
 	}
 }
 
 func testThrottleRace(t *testing.T, s store.Store) {
-	wins := race(t, 30, func() error { _, err := s.Hit(ctx(), "k", time.Hour, t0); return err }, nil)
-	if n, err := s.Count(ctx(), "k", time.Hour, t0); err != nil || n != wins || n != 30 {
-		t.Errorf("count after 30 concurrent hits = %d (%v), want 30", n, err)
+	const limit = 5
+	errRefused := errors.New("refused")
+	wins := race(t, 40, func() error {
+		ok, _, err := s.Take(ctx(), "k", time.Hour, limit, t0)
+		if err == nil && !ok {
+			return errRefused
+		}
+		return err
+	}, errRefused)
+	if wins != limit {
+		t.Errorf("%d of 40 concurrent takes allowed, want exactly %d", wins, limit)
 	}
 }
 
