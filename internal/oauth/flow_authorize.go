@@ -201,11 +201,6 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 		redirect = ar.RedirectURI
 	}
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
-		// The exchange checks the person again; refusing here spares the
-		// client a code that cannot be exchanged.
-		if err := lockPerson(ctx, tx, a.Subject()); err != nil {
-			return err
-		}
 		if err := tx.CreateAuthCode(ctx, store.AuthCode{
 			Hash: hash, ClientID: client.ID, Subject: a.Subject(), RedirectURI: redirect, Scopes: a.Scopes(),
 			CodeChallenge: ar.CodeChallenge, CodeChallengeMethod: ar.CodeChallengeMethod,

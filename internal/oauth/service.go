@@ -150,6 +150,9 @@ type issue struct {
 	// not wait for that read.
 	configured []store.Scope
 	scopesRead bool
+	// personLocked: the caller already holds the person's row (lockPerson)
+	// in this transaction and checked the status.
+	personLocked bool
 }
 
 // errPersonInactive: the person an issuance is for may no longer sign in
@@ -165,15 +168,15 @@ var errPersonInactive = errors.New("oauth: the person may not sign in")
 // issues for a person takes this lock before it writes anything, and
 // before it locks a token row (the refresh grant), in the order a block
 // takes them (person, then grants and tokens): no deadlock between them.
-func lockPerson(ctx context.Context, tx store.Store, subject string) error {
+func lockPerson(ctx context.Context, tx store.Store, subject string) (store.Person, error) {
 	if subject == "" {
-		return nil // client credentials: no person
+		return store.Person{}, nil // client credentials: no person
 	}
 	p, err := tx.LockPerson(ctx, subject)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !identity.MaySignIn(p.Status) {
-		return errPersonInactive
+		return p, errPersonInactive
 	}
-	return err
+	return p, err
 }
 
 // mint writes the grant and tokens of is through st (a transaction) and
@@ -185,8 +188,10 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	if is.grant != nil {
 		subject = is.grant.Subject
 	}
-	if err := lockPerson(ctx, st, subject); err != nil {
-		return nil, store.Grant{}, err
+	if !is.personLocked {
+		if _, err := lockPerson(ctx, st, subject); err != nil {
+			return nil, store.Grant{}, err
+		}
 	}
 	var data grantData
 	switch {

@@ -269,25 +269,26 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 		// The person's row is locked before the token's (UseRefreshToken):
 		// a block locks the person and then revokes the tokens, so taking
 		// them in the other order could deadlock with it.
-		if pre, err := tx.GetToken(ctx, hash); err == nil && pre.Kind == store.KindRefresh && pre.ClientID == client.ID {
-			if err := lockPerson(ctx, tx, pre.Subject); errors.Is(err, errPersonInactive) {
+		t, err := tx.GetToken(ctx, hash)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		var person *store.Person
+		if err == nil && t.Kind == store.KindRefresh && t.ClientID == client.ID && t.Subject != "" {
+			p, err := lockPerson(ctx, tx, t.Subject)
+			if errors.Is(err, errPersonInactive) {
 				return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 			} else if err != nil {
 				return err
 			}
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
+			person = &p
 		}
-		var t store.Token
-		var err error
 		if rotate {
 			t, err = tx.UseRefreshToken(ctx, hash, now)
 			if errors.Is(err, store.ErrConflict) {
 				reused = t
 				return err
 			}
-		} else {
-			t, err = tx.GetToken(ctx, hash)
 		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -327,12 +328,12 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 			return err
 		}
 		if g.Subject != "" {
-			if err := s.refreshAllowed(ctx, tx, g, scopes, configured); err != nil {
+			if err := s.refreshAllowed(ctx, tx, g, person, scopes, configured); err != nil {
 				return err
 			}
 		}
 		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-			grant: &g, refresh: rotate, configured: configured, scopesRead: true})
+			grant: &g, refresh: rotate, configured: configured, scopesRead: true, personLocked: person != nil && person.ID == g.Subject})
 		if errors.Is(err, errPersonInactive) {
 			return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 		}
@@ -367,12 +368,18 @@ func (s *Service) refresh(r *http.Request, client store.Client, form map[string]
 // for scopes: a refresh never yields more than the grant was authenticated
 // for (a scope whose level was raised since), and never for a person who
 // may no longer sign in.
-func (s *Service) refreshAllowed(ctx context.Context, tx store.Store, g store.Grant, scopes []string, configured []store.Scope) error {
-	p, err := tx.GetPerson(ctx, g.Subject)
-	if errors.Is(err, store.ErrNotFound) {
-		p = store.Person{ID: g.Subject}
-	} else if err != nil {
-		return err
+func (s *Service) refreshAllowed(ctx context.Context, tx store.Store, g store.Grant, locked *store.Person, scopes []string, configured []store.Scope) error {
+	var p store.Person
+	if locked != nil && locked.ID == g.Subject {
+		p = *locked // read under the row lock of this transaction
+	} else {
+		var err error
+		p, err = tx.GetPerson(ctx, g.Subject)
+		if errors.Is(err, store.ErrNotFound) {
+			p = store.Person{ID: g.Subject}
+		} else if err != nil {
+			return err
+		}
 	}
 	dec := authflow.Decide(s.Flow, authflow.Request{Kind: authflow.Refresh, Scopes: scopes, Configured: configured,
 		Person: &p, Auth: &authflow.Authentication{Level: g.AuthLevel, AMR: g.AMR, Time: g.CreatedAt}})
