@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 )
 
@@ -130,7 +131,7 @@ func (h *Handler) addCertificate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	pub := added.public()
 	httpx.WriteJSON(w, http.StatusOK, keyPairBody{KeyPair: &pub})
 	return nil
@@ -162,7 +163,7 @@ func (h *Handler) updateCertificate(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	pub := updated.public()
 	httpx.WriteJSON(w, http.StatusOK, keyPairBody{KeyPair: &pub})
 	return nil
@@ -209,7 +210,7 @@ func (h *Handler) batchCertificates(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	httpx.WriteJSON(w, http.StatusOK, keyPairsBody{KeyPairs: out})
 	return nil
 }
@@ -231,7 +232,7 @@ func (h *Handler) deleteCertificate(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

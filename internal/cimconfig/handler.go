@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/clientauth"
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
 )
@@ -186,9 +187,9 @@ func keepIDs(old, snap *Snapshot) {
 
 func eventFor(units ...string) string {
 	if slices.Contains(units, UnitFeatures) {
-		return EventFeaturesUpdated
+		return events.AdminFeaturesUpdated
 	}
-	return EventConfigUpdated
+	return events.AdminConfigUpdated
 }
 
 func (h *Handler) getUnit(name string) httpx.HandlerFunc {
@@ -475,7 +476,7 @@ func (h *Handler) reload(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("reload templates and messages: %w", err)
 		}
 	}
-	h.Service.record(r.Context(), r, EventExtensionReload, agent)
+	h.Service.record(r.Context(), r, events.AdminExtensionEngineReloaded, agent)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

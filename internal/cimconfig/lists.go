@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 )
 
@@ -179,7 +180,7 @@ func (h *Handler) putMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -204,7 +205,7 @@ func (h *Handler) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

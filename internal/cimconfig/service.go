@@ -33,11 +33,7 @@ const (
 	UnitProfile            = "profile"
 )
 
-// Event types of configuration changes (names of the original's catalog).
 const (
-	EventFeaturesUpdated  = "ADMIN_SYSTEM_FEATURE_CONFIG_UPDATED"
-	EventConfigUpdated    = "ADMIN_SYSTEM_GENERAL_CONFIG_UPDATED"
-	EventExtensionReload  = "ADMIN_SYSTEM_EXTENSION_ENGINE_CONFIG_UPDATED"
 	cacheTTL              = 2 * time.Second
 	defaultKeyPairsPerSet = 1000
 )
@@ -211,7 +207,7 @@ func (s *Service) record(ctx context.Context, r *http.Request, typ, agent string
 	if s.Events == nil {
 		return
 	}
-	_ = s.Events.RecordOAuth(ctx, s.Sink, r, events.OAuth{Type: typ, AgentUser: agent})
+	s.Events.ObserveOAuth(ctx, s.Sink, r, events.OAuth{Type: typ, AgentUser: agent})
 }
 
 func newID() string { return uuid.NewString() }

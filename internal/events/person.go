@@ -11,16 +11,6 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// Person event types (package.ClassName form of the spec) and their names.
-const (
-	PersonCreated = "person.PersonCreatedEvent"
-	PersonUpdated = "person.PersonUpdatedEvent"
-	PersonDeleted = "person.PersonDeletedEvent"
-)
-
-var personNames = map[string]string{PersonCreated: "Person Created", PersonUpdated: "Person Updated",
-	PersonDeleted: "Person Deleted"}
-
 // Person is a person event about to be recorded.
 type Person struct {
 	Type      string

@@ -258,7 +258,7 @@ func (s *Service) record(ctx context.Context, r *http.Request, typ, personID str
 	if s.EventLog != nil {
 		log = s.EventLog
 	}
-	_ = s.Events.RecordOAuth(ctx, log, r, events.OAuth{Type: typ, UserID: personID})
+	s.Events.ObserveOAuth(ctx, log, r, events.OAuth{Type: typ, UserID: personID})
 }
 
 // SeedPersons creates the config's persons, or updates name and password of

@@ -57,7 +57,7 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 			Action: oauth.PathDeviceVerification, CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: t["device.throttled"]})
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeUnknown):
-		_ = p.OAuth.Events.RecordOAuth(ctx, p.OAuth.EventSink(), r, events.OAuth{Type: oauth.EventDeviceUserCodeWrong})
+		p.OAuth.Events.ObserveOAuth(ctx, p.OAuth.EventSink(), r, events.OAuth{Type: events.DeviceUserCodeWrong})
 		p.render(w, http.StatusBadRequest, "device_status.html", &pageData{Lang: lang, T: t, Status: "invalid"})
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeExpired):

@@ -37,21 +37,6 @@ const (
 	errAlreadyApproved = "already_authorized"
 )
 
-// Device flow events (shared/spec/oauth-event-types.txt and ours).
-const (
-	EventDeviceCodeCreated      = "DEVICE_AUTHZ_REQUEST_DEVICE_CODE_CREATED"
-	EventDeviceRequestInvalid   = "DEVICE_AUTHZ_REQUEST_INVALID"
-	EventDeviceInvalidClient    = "DEVICE_AUTHZ_REQUEST_INVALID_CLIENT"
-	EventDeviceScopeInvalid     = "DEVICE_AUTHZ_REQUEST_SCOPE_INVALID"
-	EventDeviceGrantCreated     = "AUTHZ_REQUEST_DEVICE_GRANT_CREATED"
-	EventDeviceTokenCreated     = "TOKEN_REQUEST_DEVICE_CODE_ACCESS_TOKEN_CREATED"
-	EventDeviceApprovedInApp    = "DEVICE_AUTHZ_APPROVED_IN_APP"     // latchkey's own
-	EventDeviceDenied           = "DEVICE_AUTHZ_DENIED"              // latchkey's own
-	EventDeviceUserCodeWrong    = "DEVICE_AUTHZ_USER_CODE_INVALID"   // latchkey's own
-	EventDeviceUserCodeThrottle = "DEVICE_AUTHZ_USER_CODE_THROTTLED" // latchkey's own
-	EventDeviceExpired          = "DEVICE_AUTHZ_EXPIRED"             // latchkey's own
-)
-
 func (s *Service) deviceLifetime() time.Duration {
 	if s.DeviceCodeLifetime > 0 {
 		return s.DeviceCodeLifetime
@@ -128,18 +113,18 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if form["client_id"] == "" && r.Header.Get("Authorization") == "" {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceRequestInvalid})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.DeviceRequestInvalid})
 		return badRequest(ErrInvalidRequest, "The client_id parameter is required.")
 	}
 	// Public clients send only client_id; confidential clients authenticate
 	// (RFC 8628 section 3.1, RFC 6749 section 3.2.1).
 	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathDevice)
 	if err != nil {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: truncateID(form["client_id"])})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.DeviceInvalidClient, ClientID: truncateID(form["client_id"])})
 		return clientError(err)
 	}
 	if !allowsGrant(client, config.GrantDeviceCode) {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.DeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
 		return badRequest(ErrUnauthorizedClient, "The client may not use the device flow.")
 	}
 	requested, desc := ParseScope(form["scope"])
@@ -148,7 +133,7 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		scopes, desc = AllowedScopes(client, requested)
 	}
 	if desc != "" {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.DeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
 		return badRequest(ErrInvalidScope, desc)
 	}
 	if len(form["idp"]) > maxParamLen {
@@ -165,7 +150,7 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 			if err := tx.CreateDeviceCode(ctx, d); err != nil {
 				return err
 			}
-			return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: EventDeviceCodeCreated, ClientID: client.ID, AppName: client.Name})
+			return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.DeviceCodeCreated, ClientID: client.ID, AppName: client.Name})
 		})
 		if !errors.Is(err, store.ErrConflict) || attempt == 4 {
 			break
@@ -247,7 +232,7 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 		if err != nil {
 			return err
 		}
-		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: EventDeviceTokenCreated, ClientID: client.ID,
+		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.DeviceTokenCreated, ClientID: client.ID,
 			AppName: client.Name, UserID: d.Subject, TransactionID: g.ID})
 	})
 	switch {
@@ -256,11 +241,11 @@ func (s *Service) pollDevice(r *http.Request, client store.Client, form map[stri
 	case err != nil:
 		var he *httpx.Error
 		if errors.As(err, &he) && he.Code == errExpiredToken {
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceExpired, ClientID: client.ID, AppName: client.Name})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.DeviceExpired, ClientID: client.ID, AppName: client.Name})
 		}
 		return nil, err
 	case inactive:
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceDenied, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.DeviceDenied, ClientID: client.ID, AppName: client.Name})
 		return nil, badRequest(ErrAccessDenied, "The account that approved the device cannot sign in.")
 	case outcome == pollPending:
 		return nil, badRequest(errAuthzPending, "The authorization request is still pending")
@@ -334,12 +319,12 @@ func (s *Service) decideDevice(ctx context.Context, r *http.Request, userCode, b
 	if err != nil {
 		return err
 	}
-	typ := EventDeviceDenied
+	typ := events.DeviceDenied
 	switch {
 	case d.Status == store.DeviceApproved && by == "app":
-		typ = EventDeviceApprovedInApp
+		typ = events.DeviceApprovedInApp
 	case d.Status == store.DeviceApproved:
-		typ = EventDeviceGrantCreated
+		typ = events.DeviceGrantCreated
 	}
 	s.record(ctx, s.EventSink(), r, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: d.Subject})
 	return nil

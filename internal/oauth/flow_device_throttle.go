@@ -52,7 +52,7 @@ func (s *Service) GuessUserCode(ctx context.Context, r *http.Request, userCode s
 	addr := throttle.Limit{Key: "device:ip:" + clientaddr.Key(r), Max: max, Window: DeviceThrottleWindow}
 	if err := throttle.Reserve(ctx, s.Store, now, addr); err != nil {
 		if errors.As(err, new(*throttle.Refused)) {
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceUserCodeThrottle})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.DeviceUserCodeThrottled})
 		}
 		return store.DeviceCode{}, err
 	}

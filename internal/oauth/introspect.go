@@ -16,15 +16,6 @@ import (
 	"github.com/latchkey/latchkey/internal/webhook"
 )
 
-// Introspection events (shared/spec/oauth-event-types.txt and ours).
-const (
-	EventIntrospectionSuccess   = "TOKEN_INTROSPECTION_SUCCESS"
-	EventIntrospectionFailed    = "TOKEN_INTROSPECTION_FAILED"
-	EventIntrospectionExhausted = "TOKEN_INTROSPECTION_USAGE_LIMIT_EXCEEDED" // latchkey's own
-	EventWebhookFailed          = "WEBHOOK_CALL_FAILED"                      // latchkey's own
-	EventGroupPoliciesFailed    = "GROUP_PERMISSIONS_API_FAILED"             // latchkey's own
-)
-
 // Details configures the person-related members of introspection.
 type Details struct {
 	UserDetails  map[string]string // person attribute -> key in user_details
@@ -47,7 +38,7 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 	}
 	caller, _, err := s.Clients.Authenticate(r, s.Issuer+PathIntrospect)
 	if err != nil {
-		s.record(r.Context(), s.Store, r, events.OAuth{Type: EventIntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
+		s.record(r.Context(), s.Store, r, events.OAuth{Type: events.IntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
 		he := clientError(err)
 		var e *httpx.Error
 		if errors.As(he, &e) && e.Status != http.StatusTooManyRequests {
@@ -59,7 +50,7 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 	if caller.TokenEndpointAuthMethod == config.AuthNone {
 		// RFC 7662 section 2.1: only an authenticated client may ask; a
 		// public client has nothing to authenticate with.
-		s.record(r.Context(), s.Store, r, events.OAuth{Type: EventIntrospectionFailed, ClientID: caller.ID})
+		s.record(r.Context(), s.Store, r, events.OAuth{Type: events.IntrospectionFailed, ClientID: caller.ID})
 		return oauthError(http.StatusUnauthorized, ErrInvalidClient, "A public client cannot introspect tokens.")
 	}
 	if form["token"] == "" {
@@ -98,22 +89,22 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 	t, g, err := s.Store.GetTokenGrant(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return fail(EventIntrospectionFailed)
+		return fail(events.IntrospectionFailed)
 	case err != nil:
 		return nil, err
 	case !t.Active(g, now):
-		return fail(EventIntrospectionFailed) // a revoked grant's tokens spend no uses
+		return fail(events.IntrospectionFailed) // a revoked grant's tokens spend no uses
 	case t.ClientID != caller.ID && !caller.IntrospectAnyToken:
 		// RFC 7662 section 4: a client sees its own tokens; only a resource
 		// server the operator named sees others'. Decided before a use is
 		// counted, so a foreign caller cannot spend a token's usage limit.
-		return fail(EventIntrospectionFailed)
+		return fail(events.IntrospectionFailed)
 	}
 	if t.UsageLimit > 0 && t.Kind == store.KindAccess {
 		// One atomic conditional increment: exactly usage_limit answers are active.
 		t, err = s.Store.CountTokenUse(ctx, hash)
 		if errors.Is(err, store.ErrConflict) {
-			return fail(EventIntrospectionExhausted)
+			return fail(events.IntrospectionExhausted)
 		}
 		if err != nil {
 			return nil, err
@@ -121,7 +112,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 	}
 	client, err := s.client(ctx, t.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(EventIntrospectionFailed) // the client was removed: its tokens die with it
+		return fail(events.IntrospectionFailed) // the client was removed: its tokens die with it
 	}
 	if err != nil {
 		return nil, err
@@ -166,7 +157,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 			}
 		}
 	}
-	s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventIntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
+	s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.IntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
 		UserID: t.Subject, TransactionID: g.ID})
 	return out, nil
 }
@@ -244,11 +235,11 @@ func (s *Service) userDetails(r *http.Request, g store.Grant, data grantData, re
 			ContextCustomParams: nonNil(data.HookParams)}, &answer)
 		switch {
 		case err != nil && h.FailClosed:
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 			return nil, err
 		case err != nil:
 			s.Log.WarnContext(ctx, "user details hook failed; answering the stored details", "err", err)
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 		default:
 			for k, v := range answer.Claims {
 				if !webhook.Protected(k) {
@@ -325,7 +316,7 @@ func (s *Service) accessTokenHook(ctx context.Context, st store.Store, client st
 	if err := h.Call(ctx, req, &answer); err != nil {
 		// st is the issuing transaction: writing through it (not s.Store)
 		// keeps SQLite's single writer free.
-		s.record(ctx, st, nil, events.OAuth{Type: EventWebhookFailed, ClientID: client.ID, AppName: client.Name, UserID: subject})
+		s.record(ctx, st, nil, events.OAuth{Type: events.WebhookFailed, ClientID: client.ID, AppName: client.Name, UserID: subject})
 		if h.FailClosed {
 			return nil, nil, &httpx.Error{Status: http.StatusInternalServerError, Code: ErrServerError,
 				Description: "The access token could not be issued.", Cause: err}

@@ -353,10 +353,9 @@ func (s *Service) EventSink() events.Appender {
 	return s.Store
 }
 
-// record appends an OAuth event; a failure to record is logged, and for
-// events that must be durable the caller records inside its transaction.
+// record observes an OAuth event outside a transaction (events.ObserveOAuth:
+// a failed write is logged); the events of an action are written in its
+// transaction instead.
 func (s *Service) record(ctx context.Context, st events.Appender, r *http.Request, e events.OAuth) {
-	if err := s.Events.RecordOAuth(ctx, st, r, e); err != nil && ctx.Err() == nil {
-		s.Log.ErrorContext(ctx, "record event", "type", e.Type, "err", err)
-	}
+	s.Events.ObserveOAuth(ctx, st, r, e)
 }

@@ -22,13 +22,6 @@ const APIScope = "vendor_api_config"
 // Path is the collection path.
 const Path = "/api/v1/configuration/scopes"
 
-// Event types (shared/spec/oauth-event-types.txt).
-const (
-	EventCreated = "ADMIN_SCOPE_CREATED"
-	EventUpdated = "ADMIN_SCOPE_UPDATED"
-	EventDeleted = "ADMIN_SCOPE_DELETED"
-)
-
 // API serves the scopes API.
 type API struct {
 	Store  store.Store
@@ -184,7 +177,7 @@ func (a *API) Create(w http.ResponseWriter, r *http.Request) error {
 		if err := tx.CreateScope(r.Context(), s); err != nil {
 			return err
 		}
-		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: EventCreated, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
+		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: events.AdminScopeCreated, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return apiError(http.StatusConflict, "conflict", "The scope already exists.", "scope_id")
@@ -250,7 +243,7 @@ func (a *API) Patch(w http.ResponseWriter, r *http.Request) error {
 		if err := tx.ReplaceScope(r.Context(), s); err != nil {
 			return err
 		}
-		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: EventUpdated, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
+		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: events.AdminScopeUpdated, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return apiError(http.StatusNotFound, "not_found", "The scope cannot be found.")
@@ -272,7 +265,7 @@ func (a *API) Delete(w http.ResponseWriter, r *http.Request) error {
 		if err := tx.DeleteScope(r.Context(), r.PathValue("scope")); err != nil {
 			return err
 		}
-		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: EventDeleted, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
+		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: events.AdminScopeDeleted, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return apiError(http.StatusNotFound, "not_found", "The scope cannot be found.")

@@ -96,6 +96,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	rec := events.NewRecorder()
 	rec.Now = now
+	rec.Log = logger
 	var eventLog events.Appender = &events.GroupCommit{Store: st}
 	if l, ok := st.(store.EventLogger); ok && l.EventLog() != nil {
 		eventLog = l.EventLog()
