@@ -13,6 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/pwpolicy"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -207,7 +208,7 @@ func (s *Service) record(ctx context.Context, r *http.Request, typ, agent string
 	if s.Events == nil {
 		return
 	}
-	s.Events.ObserveOAuth(ctx, s.Sink, r, events.OAuth{Type: typ, AgentUser: agent})
+	s.Events.ObserveOAuth(ctx, s.Sink, request.Of(r), events.OAuth{Type: typ, AgentUser: agent})
 }
 
 func newID() string { return uuid.NewString() }

@@ -5,13 +5,12 @@ package events
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/latchkey/latchkey/internal/clientaddr"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -26,8 +25,8 @@ type Recorder struct {
 // ObserveOAuth records an event outside any transaction (a refusal, an
 // introspection result, a login attempt). A failed write is logged and
 // dropped: the answer does not depend on the event store (catalogue.go).
-func (rec *Recorder) ObserveOAuth(ctx context.Context, st Appender, r *http.Request, e OAuth) {
-	if err := rec.RecordOAuth(ctx, st, r, e); err != nil {
+func (rec *Recorder) ObserveOAuth(ctx context.Context, st Appender, f request.Facts, e OAuth) {
+	if err := rec.RecordOAuth(ctx, st, f, e); err != nil {
 		rec.failed(ctx, e.Type, err)
 	}
 }
@@ -64,8 +63,8 @@ type OAuth struct {
 
 // RecordOAuth appends one OAuth event through st, which may be a
 // transaction: the event then commits with the action it records. The
-// request supplies client_ip and user_agent; r may be nil.
-func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, r *http.Request, e OAuth) error {
+// request's facts supply client_ip and user_agent.
+func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, f request.Facts, e OAuth) error {
 	ev := store.Event{
 		ID:            rec.NewID(),
 		Kind:          store.EventOAuth,
@@ -77,10 +76,8 @@ func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, r *http.Reque
 		UserID:        e.UserID,
 		AgentUser:     e.AgentUser,
 		Occurred:      rec.Now().UTC(),
-	}
-	if r != nil {
-		ev.ClientIP = clientaddr.Of(r)
-		ev.UserAgent = truncate(r.UserAgent(), 512)
+		ClientIP:      f.Addr,
+		UserAgent:     f.UserAgent,
 	}
 	return st.AppendEvents(ctx, ev)
 }
@@ -95,11 +92,4 @@ func DisplayName(typ string) string {
 		}
 	}
 	return strings.Join(words, " ")
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
