@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
-	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/request"
@@ -129,7 +128,7 @@ func (s *Service) deviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceInvalidClient, ClientID: truncateID(form["client_id"])})
 		return clientError(err)
 	}
-	if !allowsGrant(client, config.GrantDeviceCode) {
+	if !mayUseDeviceFlow(client) {
 		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
 		return newError(ErrUnauthorizedClient, "The client may not use the device flow.")
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
@@ -105,7 +104,7 @@ func (s *Service) exchange(ctx context.Context, f request.Facts, tx store.Store,
 	*resp, g, err = s.mint(ctx, tx, issue{
 		client: client, subject: c.Subject, scopes: c.Scopes, requested: c.Scopes,
 		authLevel: c.AuthLevel, amr: c.AMR, data: c.Data,
-		refresh: allowsGrant(client, config.GrantRefreshToken),
+		refresh: issuesRefresh(client),
 	})
 	if errors.Is(err, errPersonInactive) {
 		// Blocked or deleted after the code was issued.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
@@ -71,7 +70,7 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 		}
 		var g store.Grant
 		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: d.Subject, scopes: d.Scopes, requested: d.Scopes,
-			authLevel: d.AuthLevel, amr: d.AMR, refresh: allowsGrant(client, config.GrantRefreshToken)})
+			authLevel: d.AuthLevel, amr: d.AMR, refresh: issuesRefresh(client)})
 		if errors.Is(err, errPersonInactive) {
 			// The person who approved was blocked or deleted since: commit
 			// the code as used (the approval is spent) and issue nothing.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/latchkey/latchkey/internal/authflow"
-	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/request"
@@ -72,7 +71,7 @@ func (s *Service) password(ctx context.Context, f request.Facts, client store.Cl
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		var g store.Grant
 		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: a.Subject(), scopes: a.Scopes(), requested: requested,
-			authLevel: a.Level(), amr: a.AMR(), refresh: allowsGrant(client, config.GrantRefreshToken),
+			authLevel: a.Level(), amr: a.AMR(), refresh: issuesRefresh(client),
 			configured: configured, scopesRead: true})
 		if err != nil {
 			return err

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/request"
@@ -49,7 +49,7 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 		}
 		return he
 	}
-	if caller.TokenEndpointAuthMethod == config.AuthNone {
+	if client.IsPublic(caller) {
 		// RFC 7662 section 2.1: only an authenticated client may ask; a
 		// public client has nothing to authenticate with.
 		s.record(r.Context(), s.Store, f, events.OAuth{Type: events.IntrospectionFailed, ClientID: caller.ID})

@@ -9,12 +9,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/clientauth"
-	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
@@ -117,9 +116,18 @@ func joinScopes(s []string) string {
 	return string(b)
 }
 
-func allowsGrant(c store.Client, g string) bool { return slices.Contains(c.GrantTypes, g) }
+// The client rules the flows ask, under names that the flows' own client
+// variables do not shadow.
+func allowsGrant(c store.Client, g string) bool { return client.AllowsGrant(c, g) }
 
-func isPublic(c store.Client) bool { return c.TokenEndpointAuthMethod == config.AuthNone }
+// issuesRefresh: a flow issues a refresh token when the client lists the
+// refresh_token grant.
+func issuesRefresh(c store.Client) bool { return client.AllowsGrant(c, client.GrantRefreshToken) }
+
+// mayUseDeviceFlow: the client lists the device_code grant.
+func mayUseDeviceFlow(c store.Client) bool { return client.AllowsGrant(c, client.GrantDeviceCode) }
+
+func isPublic(c store.Client) bool { return client.IsPublic(c) }
 
 // writeToken answers a token response with the headers the spec requires.
 func writeToken(w http.ResponseWriter, resp *TokenResponse) error {

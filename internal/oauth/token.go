@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/request"
@@ -77,9 +77,9 @@ type grant interface {
 // grants is the token endpoint's table: Exchange dispatches over it and the
 // metadata lists its keys, so what is advertised is what is accepted.
 var grants = map[string]grant{
-	config.GrantAuthorizationCode: authorizationCodeGrant{},
-	config.GrantClientCredentials: clientCredentialsGrant{},
-	config.GrantRefreshToken:      refreshTokenGrant{},
-	config.GrantPassword:          passwordGrant{},
-	config.GrantDeviceCode:        deviceCodeGrant{},
+	client.GrantAuthorizationCode: authorizationCodeGrant{},
+	client.GrantClientCredentials: clientCredentialsGrant{},
+	client.GrantRefreshToken:      refreshTokenGrant{},
+	client.GrantPassword:          passwordGrant{},
+	client.GrantDeviceCode:        deviceCodeGrant{},
 }

@@ -218,34 +218,11 @@ func (s *Server) seedClients(ctx context.Context) error {
 }
 
 func (s *Server) storeClient(c config.Client) (store.Client, error) {
-	jwks, err := c.JWKSJSON()
+	r, err := c.Registration()
 	if err != nil {
 		return store.Client{}, err
 	}
-	sc := store.Client{
-		ID:                      c.ClientID,
-		SecretPHC:               c.ClientSecretHash,
-		Name:                    c.Name,
-		TokenEndpointAuthMethod: c.TokenEndpointAuthMethod,
-		JWKS:                    jwks,
-		JWKSURI:                 c.JWKSURI,
-		RedirectURIs:            c.RedirectURIs,
-		GrantTypes:              c.GrantTypes,
-		Scopes:                  c.Scopes,
-		ConsentRequired:         *c.ConsentRequired,
-		AllowPlainPKCE:          c.AllowPlainPKCE,
-		AccessTokenLifetime:     time.Duration(c.AccessTokenLifetime),
-		RefreshTokenLifetime:    time.Duration(c.RefreshTokenLifetime),
-		AppIdentifier:           c.AppIdentifier,
-		AppPlatform:             c.AppPlatform,
-		AppVersion:              c.AppVersion,
-		IntrospectAnyToken:      c.IntrospectAnyToken,
-		DeviceApprovalClients:   c.DeviceApprovalClients,
-	}
-	if c.ClientSecret != "" {
-		sc.SecretHash = s.secrets.Hash(token.LabelClientSecret, c.ClientSecret)
-	}
-	return sc, nil
+	return r.Stored(func(secret string) []byte { return s.secrets.Hash(token.LabelClientSecret, secret) }), nil
 }
 
 // apiUsers hashes the plain passwords of the config once, at start.

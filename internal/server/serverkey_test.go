@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/server/servertest"
@@ -21,7 +22,7 @@ import (
 
 func m2mConfig() *config.Config {
 	return &config.Config{Clients: []config.Client{{ClientID: "m2m", ClientSecret: "m2m-secret-m2m-secret",
-		TokenEndpointAuthMethod: config.AuthClientSecretPost, GrantTypes: []string{config.GrantClientCredentials},
+		TokenEndpointAuthMethod: client.AuthClientSecretPost, GrantTypes: []string{client.GrantClientCredentials},
 		Scopes: []string{"read"}}}}
 }
 
