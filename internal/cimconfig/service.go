@@ -116,7 +116,6 @@ type Service struct {
 	Store  store.Store
 	Keys   *seal.Sealer // private keys of key pairs
 	Events *events.Recorder
-	Sink   events.Appender // where events go outside a transaction
 	// Breached answers the password policy's breached_password_blocked (nil: not checked).
 	Breached *pwpolicy.RangeChecker
 	Now      func() time.Time
@@ -208,7 +207,7 @@ func (s *Service) record(ctx context.Context, r *http.Request, typ, agent string
 	if s.Events == nil {
 		return
 	}
-	s.Events.ObserveOAuth(ctx, s.Sink, request.Of(r), events.OAuth{Type: typ, AgentUser: agent})
+	s.Events.ObserveOAuth(ctx, s.Store.EventSink(), request.Of(r), events.OAuth{Type: typ, AgentUser: agent})
 }
 
 func newID() string { return uuid.NewString() }

@@ -94,6 +94,11 @@ func (s *Static) Tx(ctx context.Context, fn func(store.Store) error) error {
 	return s.Store.Tx(ctx, func(tx store.Store) error { return fn(s.over(tx)) })
 }
 
+// BulkTx is the store's BulkTx, with the static clients in front.
+func (s *Static) BulkTx(ctx context.Context, fn func(store.Store) error) error {
+	return s.Store.BulkTx(ctx, func(tx store.Store) error { return fn(s.over(tx)) })
+}
+
 // Savepoint is Tx's savepoint, with the static clients in front.
 func (s *Static) Savepoint(ctx context.Context, fn func(store.Store) error) error {
 	return s.Store.Savepoint(ctx, func(tx store.Store) error { return fn(s.over(tx)) })

@@ -93,3 +93,7 @@ func DisplayName(typ string) string {
 	}
 	return strings.Join(words, " ")
 }
+
+// Appender is where events go: a store's event sink (store.Store.EventSink)
+// or a transaction.
+type Appender = store.EventAppender

@@ -71,8 +71,6 @@ type Service struct {
 	Store  store.Store
 	Events *events.Recorder
 	Now    func() time.Time
-	// EventLog takes the login events (a GroupCommit); nil: Store.
-	EventLog events.Appender
 	// TOTP opens the sealed TOTP secrets of persons (step-up).
 	TOTP *seal.Sealer
 	// Devices signs the known-device cookies; nil: no device is known and
@@ -253,11 +251,7 @@ func (s *Service) setPassword(ctx context.Context, id, pw string) error {
 }
 
 func (s *Service) record(ctx context.Context, f request.Facts, typ, personID string) {
-	var log events.Appender = s.Store
-	if s.EventLog != nil {
-		log = s.EventLog
-	}
-	s.Events.ObserveOAuth(ctx, log, f, events.OAuth{Type: typ, UserID: personID})
+	s.Events.ObserveOAuth(ctx, s.Store.EventSink(), f, events.OAuth{Type: typ, UserID: personID})
 }
 
 // SeedPersons creates the config's persons, or updates name and password of

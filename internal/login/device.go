@@ -57,7 +57,7 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 			Action: oauth.PathDeviceVerification, CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: t["device.throttled"]})
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeUnknown):
-		p.OAuth.Events.ObserveOAuth(ctx, p.OAuth.EventSink(), p.facts(r), events.OAuth{Type: events.DeviceUserCodeWrong})
+		p.OAuth.Events.ObserveOAuth(ctx, p.Store.EventSink(), p.facts(r), events.OAuth{Type: events.DeviceUserCodeWrong})
 		p.render(w, http.StatusBadRequest, "device_status.html", &pageData{Lang: lang, T: t, Status: "invalid"})
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeExpired):

@@ -31,13 +31,13 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	clientID := q.Get("client_id")
 	if clientID == "" || len(q["client_id"]) > 1 {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.AuthzRequestInvalidClient})
+		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient})
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The request names no client, so it cannot go back to the application.")
 		return nil
 	}
 	client, err := s.Store.GetClient(ctx, clientID)
 	if errors.Is(err, store.ErrNotFound) {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.AuthzRequestInvalidClient, ClientID: truncateID(clientID)})
+		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient, ClientID: truncateID(clientID)})
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The application that sent you here is not known.")
 		return nil
 	}
@@ -46,7 +46,7 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	}
 	ar, aerr := ParseAuthorizeRequest(client, q)
 	if aerr != nil {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
 		if !aerr.Redirect {
 			s.Pages.ErrorPage(w, r, http.StatusBadRequest, aerr.Description)
 			return nil
@@ -304,7 +304,7 @@ func (s *Service) DenyRedirect(ctx context.Context, f request.Facts, client stor
 		}
 		return DeviceStatusURL("denied")
 	}
-	s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.AuthzRequestDenied, ClientID: client.ID, AppName: client.Name, UserID: personID})
+	s.record(ctx, f, events.OAuth{Type: events.AuthzRequestDenied, ClientID: client.ID, AppName: client.Name, UserID: personID})
 	return s.ErrorRedirect(ar, &AuthorizeError{Code: ErrAccessDenied, Description: "The person denied the request.",
 		Redirect: true, RedirectURI: ar.RedirectURI, State: ar.State})
 }

@@ -118,18 +118,18 @@ func (s *Service) deviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if form["client_id"] == "" && r.Header.Get("Authorization") == "" {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceRequestInvalid})
+		s.record(ctx, f, events.OAuth{Type: events.DeviceRequestInvalid})
 		return newError(ErrInvalidRequest, "The client_id parameter is required.")
 	}
 	// Public clients send only client_id; confidential clients authenticate
 	// (RFC 8628 section 3.1, RFC 6749 section 3.2.1).
 	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathDevice)
 	if err != nil {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceInvalidClient, ClientID: truncateID(form["client_id"])})
+		s.record(ctx, f, events.OAuth{Type: events.DeviceInvalidClient, ClientID: truncateID(form["client_id"])})
 		return clientError(err)
 	}
 	if !mayUseDeviceFlow(client) {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, f, events.OAuth{Type: events.DeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
 		return newError(ErrUnauthorizedClient, "The client may not use the device flow.")
 	}
 	requested, desc := ParseScope(form["scope"])
@@ -138,7 +138,7 @@ func (s *Service) deviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		scopes, desc = AllowedScopes(client, requested)
 	}
 	if desc != "" {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, f, events.OAuth{Type: events.DeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
 		return newError(ErrInvalidScope, desc)
 	}
 	if len(form["idp"]) > maxParamLen {
@@ -248,7 +248,7 @@ func (s *Service) decideDevice(ctx context.Context, f request.Facts, userCode, b
 	case d.Status == store.DeviceApproved:
 		typ = events.DeviceGrantCreated
 	}
-	s.record(ctx, s.EventSink(), f, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: d.Subject})
+	s.record(ctx, f, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: d.Subject})
 	return nil
 }
 

@@ -51,7 +51,7 @@ func (s *Service) GuessUserCode(ctx context.Context, f request.Facts, userCode s
 	addr := throttle.Limit{Key: "device:ip:" + f.AddrKey(), Max: max, Window: DeviceThrottleWindow}
 	if err := throttle.Reserve(ctx, s.Store, now, addr); err != nil {
 		if errors.As(err, new(*throttle.Refused)) {
-			s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceUserCodeThrottled})
+			s.record(ctx, f, events.OAuth{Type: events.DeviceUserCodeThrottled})
 		}
 		return store.DeviceCode{}, err
 	}

@@ -58,11 +58,11 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 				return nil, rerr
 			}
 		}
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.TokenRequestCodeReplayDetected, ClientID: client.ID,
+		s.record(ctx, f, events.OAuth{Type: events.TokenRequestCodeReplayDetected, ClientID: client.ID,
 			AppName: client.Name, TransactionID: replay.grantID})
 		return nil, newError(ErrInvalidGrant, "The authorization code was already used.")
 	case errors.As(err, &ref):
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name, UserID: subject})
+		s.record(ctx, f, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name, UserID: subject})
 		return nil, ref.err
 	case err != nil:
 		return nil, err

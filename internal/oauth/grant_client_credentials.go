@@ -40,6 +40,6 @@ func (s *Service) clientCredentials(ctx context.Context, f request.Facts, client
 			return resp, err
 		}
 	}
-	s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name})
+	s.record(ctx, f, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name})
 	return nil, newError(ErrInvalidScope, desc)
 }

@@ -89,11 +89,11 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 	case err != nil:
 		var oe *Error
 		if errors.As(err, &oe) && oe.Code == errExpiredToken {
-			s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceExpired, ClientID: client.ID, AppName: client.Name})
+			s.record(ctx, f, events.OAuth{Type: events.DeviceExpired, ClientID: client.ID, AppName: client.Name})
 		}
 		return nil, err
 	case inactive:
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.DeviceDenied, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, f, events.OAuth{Type: events.DeviceDenied, ClientID: client.ID, AppName: client.Name})
 		return nil, newError(ErrAccessDenied, "The account that approved the device cannot sign in.")
 	case outcome == pollPending:
 		return nil, newError(errAuthzPending, "The authorization request is still pending")

@@ -44,7 +44,7 @@ func (s *Service) password(ctx context.Context, f request.Facts, client store.Cl
 		// password was checked, so it is no bad credential.
 		return nil, newError(ErrInvalidGrant, "The username or password is wrong.")
 	case errors.Is(err, identity.ErrBadCredentials):
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.TokenRequestPasswordInvalid, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, f, events.OAuth{Type: events.TokenRequestPasswordInvalid, ClientID: client.ID, AppName: client.Name})
 		return nil, newError(ErrInvalidGrant, "The username or password is wrong.")
 	case err != nil:
 		return nil, err
@@ -59,7 +59,7 @@ func (s *Service) password(ctx context.Context, f request.Facts, client store.Cl
 		Auth: &authflow.Authentication{Level: s.Flow.PasswordLevel, AMR: []string{"DEFAULT"}, Time: s.Now()}})
 	a, ok := dec.Approved()
 	if !ok {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name, UserID: p.ID})
+		s.record(ctx, f, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name, UserID: p.ID})
 		if dec.Reason == authflow.ReasonLevel {
 			return nil, newError(ErrInvalidScope, fmt.Sprintf(
 				"The requested scopes require authentication level %d; a password reaches %d. Use the authorization code flow.",
@@ -82,7 +82,7 @@ func (s *Service) password(ctx context.Context, f request.Facts, client store.Cl
 	if errors.Is(err, errPersonInactive) {
 		// Blocked between the password check and the issuance: answered
 		// as a wrong password is, so the answer tells nothing of the account.
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.TokenRequestPasswordInvalid, ClientID: client.ID,
+		s.record(ctx, f, events.OAuth{Type: events.TokenRequestPasswordInvalid, ClientID: client.ID,
 			AppName: client.Name, UserID: p.ID})
 		return nil, newError(ErrInvalidGrant, "The username or password is wrong.")
 	}

@@ -126,11 +126,11 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 		if rerr := s.Store.RevokeGrant(ctx, reused.GrantID, now); rerr != nil && !errors.Is(rerr, store.ErrNotFound) {
 			return nil, rerr
 		}
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.TokenRequestRefreshReuse, ClientID: client.ID,
+		s.record(ctx, f, events.OAuth{Type: events.TokenRequestRefreshReuse, ClientID: client.ID,
 			AppName: client.Name, UserID: reused.Subject, TransactionID: reused.GrantID})
 		return nil, newError(ErrInvalidGrant, "The refresh token was already used.")
 	case errors.As(err, &ref):
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, f, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name})
 		return nil, ref.err
 	case err != nil:
 		return nil, err

@@ -40,7 +40,7 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 	}
 	caller, _, err := s.Clients.Authenticate(r, s.Issuer+PathIntrospect)
 	if err != nil {
-		s.record(r.Context(), s.Store, f, events.OAuth{Type: events.IntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
+		s.record(r.Context(), f, events.OAuth{Type: events.IntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
 		he := clientError(err)
 		var e *httpx.Error
 		if errors.As(he, &e) && e.Status != http.StatusTooManyRequests {
@@ -52,7 +52,7 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 	if client.IsPublic(caller) {
 		// RFC 7662 section 2.1: only an authenticated client may ask; a
 		// public client has nothing to authenticate with.
-		s.record(r.Context(), s.Store, f, events.OAuth{Type: events.IntrospectionFailed, ClientID: caller.ID})
+		s.record(r.Context(), f, events.OAuth{Type: events.IntrospectionFailed, ClientID: caller.ID})
 		return oauthError(http.StatusUnauthorized, ErrInvalidClient, "A public client cannot introspect tokens.")
 	}
 	if form["token"] == "" {
@@ -78,7 +78,7 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 // for a token with a usage limit counts one use.
 func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller store.Client, value string, refreshDetails bool) (any, error) {
 	fail := func(reason string) (any, error) {
-		s.record(ctx, s.EventSink(), f, events.OAuth{Type: reason, ClientID: caller.ID, AppName: caller.Name})
+		s.record(ctx, f, events.OAuth{Type: reason, ClientID: caller.ID, AppName: caller.Name})
 		return inactive, nil
 	}
 	kind := token.AccessToken
@@ -155,7 +155,7 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 			}
 		}
 	}
-	s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.IntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
+	s.record(ctx, f, events.OAuth{Type: events.IntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
 		UserID: t.Subject, TransactionID: g.ID})
 	return out, nil
 }
@@ -232,11 +232,11 @@ func (s *Service) userDetails(ctx context.Context, f request.Facts, g store.Gran
 			ContextCustomParams: nonNil(data.HookParams)}, &answer)
 		switch {
 		case err != nil && h.FailClosed:
-			s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.record(ctx, f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 			return nil, err
 		case err != nil:
 			s.Log.WarnContext(ctx, "user details hook failed; answering the stored details", "err", err)
-			s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.record(ctx, f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 		default:
 			for k, v := range answer.Claims {
 				if !webhook.Protected(k) {
@@ -313,7 +313,7 @@ func (s *Service) accessTokenHook(ctx context.Context, st store.Store, client st
 	if err := h.Call(ctx, req, &answer); err != nil {
 		// st is the issuing transaction: writing through it (not s.Store)
 		// keeps SQLite's single writer free.
-		s.record(ctx, st, request.Facts{}, events.OAuth{Type: events.WebhookFailed, ClientID: client.ID, AppName: client.Name, UserID: subject})
+		s.Events.ObserveOAuth(ctx, st.EventSink(), request.Facts{}, events.OAuth{Type: events.WebhookFailed, ClientID: client.ID, AppName: client.Name, UserID: subject})
 		if h.FailClosed {
 			return nil, nil, &Error{Code: ErrServerError, Description: "The access token could not be issued.", Cause: err}
 		}

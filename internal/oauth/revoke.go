@@ -25,11 +25,11 @@ func (s *Service) Revoke(w http.ResponseWriter, r *http.Request) error {
 	}
 	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathRevoke)
 	if err != nil {
-		s.record(r.Context(), s.Store, f, events.OAuth{Type: events.TokenRevokeClientInvalid, ClientID: r.PostForm.Get("client_id")})
+		s.record(r.Context(), f, events.OAuth{Type: events.TokenRevokeClientInvalid, ClientID: r.PostForm.Get("client_id")})
 		return clientError(err)
 	}
 	if form["token"] == "" {
-		s.record(r.Context(), s.Store, f, events.OAuth{Type: events.TokenRevokeInvalidRequest, ClientID: client.ID, AppName: client.Name})
+		s.record(r.Context(), f, events.OAuth{Type: events.TokenRevokeInvalidRequest, ClientID: client.ID, AppName: client.Name})
 		return answer(newError(ErrInvalidRequest, "The token parameter is required."))
 	}
 	if err := s.RevokeToken(r.Context(), f, client, form["token"], form["token_type_hint"]); err != nil {
@@ -60,7 +60,7 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 		}
 		if t.ClientID != client.ID {
 			// RFC 7009 section 2.1: a client may revoke only tokens issued to it.
-			s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
+			s.record(ctx, f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
 			return newError(ErrUnauthorizedClient, "The token was not issued to this client.")
 		}
 		now := s.Now().UTC()
@@ -79,6 +79,6 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 				UserID: t.Subject, TransactionID: t.GrantID})
 		})
 	}
-	s.record(ctx, s.EventSink(), f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
+	s.record(ctx, f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
 	return nil
 }

@@ -46,12 +46,9 @@ type Service struct {
 	// ClientCache serves client reads of the hot paths (introspection);
 	// nil: Store.
 	ClientCache clientauth.ClientSource
-	// EventLog takes the events recorded outside a transaction (a
-	// GroupCommit shares commits between concurrent requests); nil: Store.
-	EventLog events.Appender
-	Issuer   string
-	Now      func() time.Time
-	Log      *slog.Logger
+	Issuer      string
+	Now         func() time.Time
+	Log         *slog.Logger
 	// Flow is the authentication levels authflow decides with.
 	Flow authflow.Policy
 
@@ -152,20 +149,11 @@ func (s *Service) client(ctx context.Context, id string) (store.Client, error) {
 	return s.Store.GetClient(ctx, id)
 }
 
-// EventSink is where events recorded outside a transaction go: the group
-// commit when there is one, else the store.
-func (s *Service) EventSink() events.Appender {
-	if s.EventLog != nil {
-		return s.EventLog
-	}
-	return s.Store
-}
-
 // record observes an OAuth event outside a transaction (events.ObserveOAuth:
 // a failed write is logged); the events of an action are written in its
 // transaction instead.
-func (s *Service) record(ctx context.Context, st events.Appender, f request.Facts, e events.OAuth) {
-	s.Events.ObserveOAuth(ctx, st, f, e)
+func (s *Service) record(ctx context.Context, f request.Facts, e events.OAuth) {
+	s.Events.ObserveOAuth(ctx, s.Store.EventSink(), f, e)
 }
 
 // facts are the request facts the rules take, answered now.

@@ -29,7 +29,7 @@ func (s *Service) Token(w http.ResponseWriter, r *http.Request) error {
 	f := s.facts(r)
 	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathToken)
 	if err != nil {
-		s.record(r.Context(), s.Store, f, events.OAuth{Type: events.TokenRequestInvalidClient, ClientID: form["client_id"]})
+		s.record(r.Context(), f, events.OAuth{Type: events.TokenRequestInvalidClient, ClientID: form["client_id"]})
 		return clientError(err)
 	}
 	resp, err := s.Exchange(r.Context(), TokenRequest{Facts: f, Client: client, Form: form})
@@ -54,13 +54,13 @@ func (s *Service) Exchange(ctx context.Context, req TokenRequest) (*TokenRespons
 	g, known := grants[gt]
 	switch {
 	case gt == "":
-		s.record(ctx, s.Store, req.Facts, events.OAuth{Type: events.TokenRequestInvalid, ClientID: client.ID})
+		s.record(ctx, req.Facts, events.OAuth{Type: events.TokenRequestInvalid, ClientID: client.ID})
 		return nil, newError(ErrInvalidRequest, "The grant_type parameter is required.")
 	case !known:
-		s.record(ctx, s.Store, req.Facts, events.OAuth{Type: events.TokenRequestUnsupportedGrant, ClientID: client.ID})
+		s.record(ctx, req.Facts, events.OAuth{Type: events.TokenRequestUnsupportedGrant, ClientID: client.ID})
 		return nil, newError(ErrUnsupportedGrantType, "The grant_type is not supported.")
 	case !allowsGrant(client, gt):
-		s.record(ctx, s.Store, req.Facts, events.OAuth{Type: events.TokenRequestDisabledGrant, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, req.Facts, events.OAuth{Type: events.TokenRequestDisabledGrant, ClientID: client.ID, AppName: client.Name})
 		return nil, newError(ErrUnauthorizedClient, "The client may not use this grant type.")
 	}
 	return g.handle(ctx, s, req)

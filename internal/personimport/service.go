@@ -108,7 +108,7 @@ func (s *Service) writeBatch(ctx context.Context, batch []candidate, o Options, 
 	failed := map[int]*Failure{}
 	// A batch writes hundreds of persons: it should not share a commit (and
 	// a savepoint journaling every page it changes) with small requests.
-	err := s.Store.Tx(store.OwnTransaction(ctx), func(tx store.Store) error {
+	err := s.Store.BulkTx(ctx, func(tx store.Store) error {
 		clear(failed)
 		for _, c := range batch {
 			err := tx.Savepoint(ctx, func(sp store.Store) error { return s.writeOne(ctx, sp, c, o) })

@@ -100,10 +100,6 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	rec := events.NewRecorder()
 	rec.Now = now
 	rec.Log = logger
-	var eventLog events.Appender = &events.GroupCommit{Store: st}
-	if l, ok := st.(store.EventLogger); ok && l.EventLog() != nil {
-		eventLog = l.EventLog()
-	}
 	// The config file's clients are a read-only layer in front of the
 	// store's (client.Static); every service reads clients through it.
 	static, err := s.staticClients()
@@ -131,12 +127,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	s.identity.TOTP = totpSealer
 	s.identity.Devices = h
-	s.identity.EventLog = eventLog
 	s.oauth = &oauth.Service{
 		Store: st, Hasher: h, Clients: s.clients, Passwords: s.identity, Events: rec,
 		Issuer: cfg.Issuer, Now: now, Log: logger, DeviceCodeLifetime: time.Duration(cfg.DeviceCodeLifetime),
-		EventLog: eventLog, ClientCache: clients,
-		Flow: authflow.Policy{PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel},
+		ClientCache: clients,
+		Flow:        authflow.Policy{PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel},
 	}
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,
@@ -149,7 +144,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Sink: eventLog, Now: now,
+	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Now: now,
 		Breached: &pwpolicy.RangeChecker{Endpoint: cfg.BreachedPasswords.Endpoint,
 			Timeout: time.Duration(cfg.BreachedPasswords.Timeout), FailClosed: cfg.BreachedPasswords.FailClosed}}
 	s.identity.PasswordPolicy = cim.CheckPassword
