@@ -22,15 +22,10 @@ func (s *Service) clientCredentials(ctx context.Context, f request.Facts, client
 	if desc == "" {
 		var scopes []string
 		if scopes, desc = AllowedScopes(client, requested); desc == "" {
-			configured, err := s.Store.GetScopes(ctx, scopes)
-			if err != nil {
-				return nil, err
-			}
 			var resp *TokenResponse
-			err = s.Store.Tx(ctx, func(tx store.Store) error {
+			err := s.Store.Tx(ctx, func(tx store.Store) error {
 				var err error
-				resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-					configured: configured, scopesRead: true})
+				resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested})
 				if err != nil {
 					return err
 				}

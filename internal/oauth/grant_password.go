@@ -71,8 +71,7 @@ func (s *Service) password(ctx context.Context, f request.Facts, client store.Cl
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		var g store.Grant
 		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: a.Subject(), scopes: a.Scopes(), requested: requested,
-			authLevel: a.Level(), amr: a.AMR(), refresh: issuesRefresh(client),
-			configured: configured, scopesRead: true})
+			authLevel: a.Level(), amr: a.AMR(), refresh: issuesRefresh(client)})
 		if err != nil {
 			return err
 		}

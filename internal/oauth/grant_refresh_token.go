@@ -107,7 +107,7 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 			}
 		}
 		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-			grant: &g, refresh: rotate, configured: configured, scopesRead: true})
+			grant: &g, refresh: rotate})
 		if errors.Is(err, errPersonInactive) {
 			return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 		}

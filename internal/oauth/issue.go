@@ -33,11 +33,6 @@ type issue struct {
 	refresh   bool // issue a refresh token
 	grant     *store.Grant
 	requested []string // scopes the request named, to decide whether to echo scope
-	// configured is the scope configuration of scopes when scopesRead: read
-	// before the transaction, so that the group commit's single writer does
-	// not wait for that read.
-	configured []store.Scope
-	scopesRead bool
 }
 
 // errPersonInactive: the person an issuance is for may no longer sign in
@@ -133,12 +128,12 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			return nil, g, err
 		}
 	}
-	configured := is.configured
-	if !is.scopesRead || s.Details.AccessHook.Enabled() { // the hook may have narrowed the scopes
-		var err error
-		if configured, err = st.GetScopes(ctx, is.scopes); err != nil {
-			return nil, g, err
-		}
+	// Read in the transaction, after the hook may have narrowed the
+	// scopes; keeping this read cheap is the backend's business (SQLite
+	// answers it from memory).
+	configured, err := st.GetScopes(ctx, is.scopes)
+	if err != nil {
+		return nil, g, err
 	}
 	limit := scopes.UsageLimit(configured)
 	exp := now.Add(is.client.AccessTokenLifetime)

@@ -71,12 +71,14 @@ type DB struct {
 	savepoints *int
 	// pendingInv collects a transaction's token cache invalidations.
 	pendingInv *[]invalidation
+	// scopesWritten: the transaction wrote scopes (ScopeCache).
+	scopesWritten *bool
 }
 
 // txChild is the DB that runs statements in tx.
 func (db *DB) txChild(tx *sql.Tx) *DB {
 	return &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int),
-		pendingInv: new([]invalidation)}
+		pendingInv: new([]invalidation), scopesWritten: new(bool)}
 }
 
 // shared is what a DB and the DBs of its transactions have in common.
@@ -93,7 +95,9 @@ type shared struct {
 	pending sync.Map
 	batch   txBatch
 	tokens  *TokenCache // nil: no token cache
-	events  GroupCommit // the event sink outside a transaction
+	// scopeCache: nil, no scope cache.
+	scopeCache *ScopeCache
+	events     GroupCommit // the event sink outside a transaction
 }
 
 // maxStmts bounds the statement caches; queries with many parameters (batch
