@@ -71,7 +71,7 @@ func publicPairs(pairs []storedKeyPair) []KeyPair {
 	return out
 }
 
-func (h *Handler) listCertificates(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) ListCertificates(w http.ResponseWriter, r *http.Request) error {
 	_, snap, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -80,7 +80,7 @@ func (h *Handler) listCertificates(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-func (h *Handler) getCertificate(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) GetCertificate(w http.ResponseWriter, r *http.Request) error {
 	_, snap, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -109,8 +109,8 @@ func (h *Handler) decodeOne(w http.ResponseWriter, r *http.Request) (KeyPair, []
 	return *body.KeyPair, der, badRequest(p.err())
 }
 
-// addCertificate adds a key pair; a name already in use is a conflict.
-func (h *Handler) addCertificate(w http.ResponseWriter, r *http.Request) error {
+// AddCertificate adds a key pair; a name already in use is a conflict.
+func (h *Handler) AddCertificate(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -137,7 +137,7 @@ func (h *Handler) addCertificate(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *Handler) updateCertificate(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) UpdateCertificate(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -169,8 +169,8 @@ func (h *Handler) updateCertificate(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// batchCertificates adds or updates (by name) many key pairs, all or none.
-func (h *Handler) batchCertificates(w http.ResponseWriter, r *http.Request) error {
+// BatchCertificates adds or updates (by name) many key pairs, all or none.
+func (h *Handler) BatchCertificates(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -215,7 +215,7 @@ func (h *Handler) batchCertificates(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-func (h *Handler) deleteCertificate(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) DeleteCertificate(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
