@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -53,28 +52,12 @@ func IsPublic(c store.Client) bool { return c.TokenEndpointAuthMethod == AuthNon
 // AllowsGrant reports whether c registered grant type g.
 func AllowsGrant(c store.Client, g string) bool { return slices.Contains(c.GrantTypes, g) }
 
-// Registration is a client as an operator registers it, before its secret
-// is hashed: Validate checks it, Stored turns it into the stored client.
+// Registration is a client as an operator registers it: the stored
+// client's members, with the secret in the clear instead of its hash.
+// Validate checks it, Stored turns it into the stored client.
 type Registration struct {
-	ID                    string
-	Secret                string // high-entropy secret, kept only as a keyed hash
-	SecretPHC             string // or an operator-supplied PHC hash
-	Name                  string
-	AuthMethod            string // "": DefaultAuthMethod
-	JWKS                  []byte // JSON Web Key Set (public keys); nil when none
-	JWKSURI               string
-	RedirectURIs          []string
-	GrantTypes            []string // nil: authorization_code and refresh_token
-	Scopes                []string
-	ConsentRequired       bool
-	AllowPlainPKCE        bool
-	AccessTokenLifetime   time.Duration
-	RefreshTokenLifetime  time.Duration
-	AppIdentifier         string
-	AppPlatform           string
-	AppVersion            string
-	IntrospectAnyToken    bool
-	DeviceApprovalClients []string
+	store.Client        // SecretHash is ignored: Stored sets it from Secret
+	Secret       string // high-entropy secret, kept only as a keyed hash
 }
 
 // DefaultAuthMethod is the method of a registration that names none: keys
@@ -110,11 +93,11 @@ func (r Registration) Validate() error {
 		if !slices.Contains(GrantTypes, g) {
 			return fmt.Errorf("grant_types: %q is not a known grant type", g)
 		}
-		if g == GrantClientCredentials && r.AuthMethod == AuthNone {
+		if g == GrantClientCredentials && r.TokenEndpointAuthMethod == AuthNone {
 			return errors.New("grant_types: a public client cannot use client_credentials (RFC 6749 section 4.4)")
 		}
 	}
-	if r.IntrospectAnyToken && r.AuthMethod == AuthNone {
+	if r.IntrospectAnyToken && r.TokenEndpointAuthMethod == AuthNone {
 		return errors.New("introspect_any_token: a public client cannot introspect (RFC 7662 section 2.1)")
 	}
 	for _, id := range r.DeviceApprovalClients {
@@ -161,13 +144,13 @@ func (r Registration) validateCredentials() error {
 	if len(r.JWKS) > 0 && r.JWKSURI != "" {
 		return errors.New("set jwks or jwks_uri, not both")
 	}
-	switch r.AuthMethod {
+	switch r.TokenEndpointAuthMethod {
 	case AuthClientSecretBasic, AuthClientSecretPost:
 		if !secret {
-			return fmt.Errorf("token_endpoint_auth_method %s needs client_secret or client_secret_hash", r.AuthMethod)
+			return fmt.Errorf("token_endpoint_auth_method %s needs client_secret or client_secret_hash", r.TokenEndpointAuthMethod)
 		}
 		if keys {
-			return fmt.Errorf("token_endpoint_auth_method %s does not use jwks", r.AuthMethod)
+			return fmt.Errorf("token_endpoint_auth_method %s does not use jwks", r.TokenEndpointAuthMethod)
 		}
 	case AuthPrivateKeyJWT:
 		if !keys {
@@ -181,7 +164,7 @@ func (r Registration) validateCredentials() error {
 			return errors.New("token_endpoint_auth_method none (public client) takes no secret and no jwks")
 		}
 	default:
-		return fmt.Errorf("token_endpoint_auth_method %q is not one of %s", r.AuthMethod, strings.Join(AuthMethods, ", "))
+		return fmt.Errorf("token_endpoint_auth_method %q is not one of %s", r.TokenEndpointAuthMethod, strings.Join(AuthMethods, ", "))
 	}
 	if r.JWKSURI != "" {
 		if u, err := url.Parse(r.JWKSURI); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
@@ -202,26 +185,8 @@ func (r Registration) validateCredentials() error {
 // Stored is the client the store keeps for r; hashSecret turns the secret
 // into its keyed hash (the secret itself is never stored).
 func (r Registration) Stored(hashSecret func(secret string) []byte) store.Client {
-	c := store.Client{
-		ID:                      r.ID,
-		SecretPHC:               r.SecretPHC,
-		Name:                    r.Name,
-		TokenEndpointAuthMethod: r.AuthMethod,
-		JWKS:                    r.JWKS,
-		JWKSURI:                 r.JWKSURI,
-		RedirectURIs:            r.RedirectURIs,
-		GrantTypes:              r.GrantTypes,
-		Scopes:                  r.Scopes,
-		ConsentRequired:         r.ConsentRequired,
-		AllowPlainPKCE:          r.AllowPlainPKCE,
-		AccessTokenLifetime:     r.AccessTokenLifetime,
-		RefreshTokenLifetime:    r.RefreshTokenLifetime,
-		AppIdentifier:           r.AppIdentifier,
-		AppPlatform:             r.AppPlatform,
-		AppVersion:              r.AppVersion,
-		IntrospectAnyToken:      r.IntrospectAnyToken,
-		DeviceApprovalClients:   r.DeviceApprovalClients,
-	}
+	c := r.Client
+	c.SecretHash = nil
 	if r.Secret != "" {
 		c.SecretHash = hashSecret(r.Secret)
 	}

@@ -10,9 +10,10 @@ import (
 
 // valid is a confidential code-flow client that passes every rule.
 func valid() Registration {
-	return Registration{ID: "web", Secret: "a-long-random-secret", AuthMethod: AuthClientSecretBasic,
-		RedirectURIs: []string{"https://web.example/cb"}, GrantTypes: DefaultGrantTypes(), Scopes: []string{"read"},
-		AccessTokenLifetime: time.Hour, RefreshTokenLifetime: 24 * time.Hour}
+	return Registration{Secret: "a-long-random-secret", Client: store.Client{ID: "web",
+		TokenEndpointAuthMethod: AuthClientSecretBasic, RedirectURIs: []string{"https://web.example/cb"},
+		GrantTypes: DefaultGrantTypes(), Scopes: []string{"read"}, AccessTokenLifetime: time.Hour,
+		RefreshTokenLifetime: 24 * time.Hour}}
 }
 
 func TestRegistrationRules(t *testing.T) {
@@ -23,9 +24,9 @@ func TestRegistrationRules(t *testing.T) {
 		want string // part of the error; "" for valid
 	}{
 		{name: "a confidential code-flow client is valid", edit: func(*Registration) {}},
-		{name: "a public client with PKCE needs no credential", edit: func(r *Registration) { r.Secret, r.AuthMethod = "", AuthNone }},
+		{name: "a public client with PKCE needs no credential", edit: func(r *Registration) { r.Secret, r.TokenEndpointAuthMethod = "", AuthNone }},
 		{name: "private_key_jwt with inline keys is valid", edit: func(r *Registration) {
-			r.Secret, r.AuthMethod, r.JWKS = "", AuthPrivateKeyJWT, []byte(jwks)
+			r.Secret, r.TokenEndpointAuthMethod, r.JWKS = "", AuthPrivateKeyJWT, []byte(jwks)
 		}},
 		{name: "client_id must not hold ':'", edit: func(r *Registration) { r.ID = "a:b" }, want: "client_id"},
 		{name: "client_id must not be empty", edit: func(r *Registration) { r.ID = "" }, want: "client_id"},
@@ -36,28 +37,28 @@ func TestRegistrationRules(t *testing.T) {
 			want: "PHC"},
 		{name: "Basic needs a secret", edit: func(r *Registration) { r.Secret = "" }, want: "needs client_secret"},
 		{name: "Basic takes no keys", edit: func(r *Registration) { r.JWKSURI = "https://keys.example/jwks" }, want: "does not use jwks"},
-		{name: "private_key_jwt needs keys", edit: func(r *Registration) { r.Secret, r.AuthMethod = "", AuthPrivateKeyJWT },
+		{name: "private_key_jwt needs keys", edit: func(r *Registration) { r.Secret, r.TokenEndpointAuthMethod = "", AuthPrivateKeyJWT },
 			want: "needs jwks"},
-		{name: "private_key_jwt takes no secret", edit: func(r *Registration) { r.AuthMethod, r.JWKS = AuthPrivateKeyJWT, []byte(jwks) },
+		{name: "private_key_jwt takes no secret", edit: func(r *Registration) { r.TokenEndpointAuthMethod, r.JWKS = AuthPrivateKeyJWT, []byte(jwks) },
 			want: "does not use a client secret"},
 		{name: "jwks and jwks_uri are refused together", edit: func(r *Registration) {
-			r.Secret, r.AuthMethod, r.JWKS, r.JWKSURI = "", AuthPrivateKeyJWT, []byte(jwks), "https://keys.example/jwks"
+			r.Secret, r.TokenEndpointAuthMethod, r.JWKS, r.JWKSURI = "", AuthPrivateKeyJWT, []byte(jwks), "https://keys.example/jwks"
 		}, want: "not both"},
 		{name: "a key set without keys is refused", edit: func(r *Registration) {
-			r.Secret, r.AuthMethod, r.JWKS = "", AuthPrivateKeyJWT, []byte(`{"keys":[]}`)
+			r.Secret, r.TokenEndpointAuthMethod, r.JWKS = "", AuthPrivateKeyJWT, []byte(`{"keys":[]}`)
 		}, want: "non-empty"},
 		{name: "a jwks_uri must be absolute http(s)", edit: func(r *Registration) {
-			r.Secret, r.AuthMethod, r.JWKSURI = "", AuthPrivateKeyJWT, "ftp://keys.example/jwks"
+			r.Secret, r.TokenEndpointAuthMethod, r.JWKSURI = "", AuthPrivateKeyJWT, "ftp://keys.example/jwks"
 		}, want: "jwks_uri"},
-		{name: "a public client takes no secret", edit: func(r *Registration) { r.AuthMethod = AuthNone }, want: "public client"},
-		{name: "an unknown auth method is refused, naming the known ones", edit: func(r *Registration) { r.AuthMethod = "tls_client_auth" },
+		{name: "a public client takes no secret", edit: func(r *Registration) { r.TokenEndpointAuthMethod = AuthNone }, want: "public client"},
+		{name: "an unknown auth method is refused, naming the known ones", edit: func(r *Registration) { r.TokenEndpointAuthMethod = "tls_client_auth" },
 			want: strings.Join(AuthMethods, ", ")},
 		{name: "an unknown grant type is refused", edit: func(r *Registration) { r.GrantTypes = []string{"magic"} }, want: "grant_types"},
 		{name: "a public client cannot use client_credentials", edit: func(r *Registration) {
-			r.Secret, r.AuthMethod, r.GrantTypes = "", AuthNone, []string{GrantClientCredentials}
+			r.Secret, r.TokenEndpointAuthMethod, r.GrantTypes = "", AuthNone, []string{GrantClientCredentials}
 		}, want: "RFC 6749 section 4.4"},
 		{name: "a public client cannot introspect any token", edit: func(r *Registration) {
-			r.Secret, r.AuthMethod, r.IntrospectAnyToken = "", AuthNone, true
+			r.Secret, r.TokenEndpointAuthMethod, r.IntrospectAnyToken = "", AuthNone, true
 		}, want: "introspect_any_token"},
 		{name: "device_approval_clients must name another client", edit: func(r *Registration) {
 			r.DeviceApprovalClients = []string{"web"}

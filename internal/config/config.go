@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/latchkey/latchkey/internal/client"
+	"github.com/latchkey/latchkey/internal/store"
 )
 
 // Config is the whole operator configuration. Every key is optional.
@@ -584,14 +585,14 @@ func (cl *Client) Registration() (client.Registration, error) {
 	if err != nil {
 		return client.Registration{}, err
 	}
-	r := client.Registration{
-		ID: cl.ClientID, Secret: cl.ClientSecret, SecretPHC: cl.ClientSecretHash, Name: cl.Name,
-		AuthMethod: cl.TokenEndpointAuthMethod, JWKS: jwks, JWKSURI: cl.JWKSURI, RedirectURIs: cl.RedirectURIs,
+	r := client.Registration{Secret: cl.ClientSecret, Client: store.Client{
+		ID: cl.ClientID, SecretPHC: cl.ClientSecretHash, Name: cl.Name,
+		TokenEndpointAuthMethod: cl.TokenEndpointAuthMethod, JWKS: jwks, JWKSURI: cl.JWKSURI, RedirectURIs: cl.RedirectURIs,
 		GrantTypes: cl.GrantTypes, Scopes: cl.Scopes, AllowPlainPKCE: cl.AllowPlainPKCE,
 		AccessTokenLifetime: time.Duration(cl.AccessTokenLifetime), RefreshTokenLifetime: time.Duration(cl.RefreshTokenLifetime),
 		AppIdentifier: cl.AppIdentifier, AppPlatform: cl.AppPlatform, AppVersion: cl.AppVersion,
 		IntrospectAnyToken: cl.IntrospectAnyToken, DeviceApprovalClients: cl.DeviceApprovalClients,
-	}
+	}}
 	if cl.ConsentRequired != nil {
 		r.ConsentRequired = *cl.ConsentRequired
 	}

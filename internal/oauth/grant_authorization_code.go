@@ -14,13 +14,6 @@ import (
 	"github.com/latchkey/latchkey/internal/token"
 )
 
-// authorizationCodeGrant is RFC 6749 section 4.1.3 with PKCE (RFC 7636).
-type authorizationCodeGrant struct{}
-
-func (authorizationCodeGrant) handle(ctx context.Context, s *Service, req TokenRequest) (*TokenResponse, error) {
-	return s.exchangeCode(ctx, req.Facts, req.Client, req.Form)
-}
-
 // errCodeReplay carries the grant of a reused code out of the transaction,
 // which must roll back before the grant is revoked.
 type errCodeReplay struct{ grantID string }

@@ -8,13 +8,6 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// clientCredentialsGrant is RFC 6749 section 4.4.
-type clientCredentialsGrant struct{}
-
-func (clientCredentialsGrant) handle(ctx context.Context, s *Service, req TokenRequest) (*TokenResponse, error) {
-	return s.clientCredentials(ctx, req.Facts, req.Client, req.Form)
-}
-
 // clientCredentials is RFC 6749 section 4.4: a token for the client itself,
 // no person, no refresh token.
 func (s *Service) clientCredentials(ctx context.Context, f request.Facts, client store.Client, form map[string]string) (*TokenResponse, error) {

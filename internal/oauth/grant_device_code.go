@@ -11,13 +11,6 @@ import (
 	"github.com/latchkey/latchkey/internal/token"
 )
 
-// deviceCodeGrant is the device flow's poll (RFC 8628 section 3.4).
-type deviceCodeGrant struct{}
-
-func (deviceCodeGrant) handle(ctx context.Context, s *Service, req TokenRequest) (*TokenResponse, error) {
-	return s.pollDevice(ctx, req.Facts, req.Client, req.Form)
-}
-
 // pollOutcome is what a poll decided inside the locked update.
 type pollOutcome int
 

@@ -12,13 +12,6 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// passwordGrant is the deprecated RFC 6749 section 4.3 grant.
-type passwordGrant struct{}
-
-func (passwordGrant) handle(ctx context.Context, s *Service, req TokenRequest) (*TokenResponse, error) {
-	return s.password(ctx, req.Facts, req.Client, req.Form)
-}
-
 // passwordGrant is the deprecated resource owner password credentials grant
 // (RFC 6749 section 4.3), only for clients that list it.
 func (s *Service) password(ctx context.Context, f request.Facts, client store.Client, form map[string]string) (*TokenResponse, error) {

@@ -13,13 +13,6 @@ import (
 	"github.com/latchkey/latchkey/internal/token"
 )
 
-// refreshTokenGrant is RFC 6749 section 6.
-type refreshTokenGrant struct{}
-
-func (refreshTokenGrant) handle(ctx context.Context, s *Service, req TokenRequest) (*TokenResponse, error) {
-	return s.refresh(ctx, req.Facts, req.Client, req.Form)
-}
-
 // refresh is RFC 6749 section 6. Public clients get a new refresh token at
 // every use and a reused one revokes the grant (RFC 9700 section 4.14.2);
 // confidential clients, which authenticate, keep theirs.

@@ -74,12 +74,19 @@ type grant interface {
 	handle(ctx context.Context, s *Service, req TokenRequest) (*TokenResponse, error)
 }
 
+// grantFunc is a grant written as a method of Service.
+type grantFunc func(s *Service, ctx context.Context, f request.Facts, client store.Client, form map[string]string) (*TokenResponse, error)
+
+func (g grantFunc) handle(ctx context.Context, s *Service, req TokenRequest) (*TokenResponse, error) {
+	return g(s, ctx, req.Facts, req.Client, req.Form)
+}
+
 // grants is the token endpoint's table: Exchange dispatches over it and the
 // metadata lists its keys, so what is advertised is what is accepted.
 var grants = map[string]grant{
-	client.GrantAuthorizationCode: authorizationCodeGrant{},
-	client.GrantClientCredentials: clientCredentialsGrant{},
-	client.GrantRefreshToken:      refreshTokenGrant{},
-	client.GrantPassword:          passwordGrant{},
-	client.GrantDeviceCode:        deviceCodeGrant{},
+	client.GrantAuthorizationCode: grantFunc((*Service).exchangeCode), // grant_authorization_code.go
+	client.GrantClientCredentials: grantFunc((*Service).clientCredentials),
+	client.GrantRefreshToken:      grantFunc((*Service).refresh),
+	client.GrantPassword:          grantFunc((*Service).password),
+	client.GrantDeviceCode:        grantFunc((*Service).pollDevice),
 }
