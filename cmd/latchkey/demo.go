@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/token"
 )
@@ -39,10 +40,10 @@ func addDemo(cfg *config.Config) (*demoBanner, error) {
 			ClientID:                demoConfidentialID,
 			ClientSecret:            b.secret,
 			Name:                    "Demo App (confidential)",
-			TokenEndpointAuthMethod: config.AuthClientSecretBasic,
+			TokenEndpointAuthMethod: client.AuthClientSecretBasic,
 			RedirectURIs:            []string{b.redirect},
-			GrantTypes: []string{config.GrantAuthorizationCode, config.GrantRefreshToken,
-				config.GrantClientCredentials, config.GrantDeviceCode},
+			GrantTypes: []string{client.GrantAuthorizationCode, client.GrantRefreshToken,
+				client.GrantClientCredentials, client.GrantDeviceCode},
 			Scopes:          []string{"read", "write"},
 			ConsentRequired: &yes,
 			// The demo's resource server: it may introspect the SPA's tokens too.
@@ -51,9 +52,9 @@ func addDemo(cfg *config.Config) (*demoBanner, error) {
 		config.Client{
 			ClientID:                demoPublicID,
 			Name:                    "Demo SPA (public, PKCE)",
-			TokenEndpointAuthMethod: config.AuthNone,
+			TokenEndpointAuthMethod: client.AuthNone,
 			RedirectURIs:            []string{b.redirect},
-			GrantTypes:              []string{config.GrantAuthorizationCode, config.GrantRefreshToken, config.GrantDeviceCode},
+			GrantTypes:              []string{client.GrantAuthorizationCode, client.GrantRefreshToken, client.GrantDeviceCode},
 			Scopes:                  []string{"read"},
 			ConsentRequired:         &yes,
 		})

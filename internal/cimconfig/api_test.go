@@ -26,6 +26,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
@@ -769,7 +770,7 @@ func TestConfigurationEvents(t *testing.T) {
 	admin(t, s, "POST", "/api/v2/config/features", `{"pin_enabled":true}`)
 	admin(t, s, "POST", "/api/v2/config/step-up", `{"stategy":"USER_PREFERENCE"}`)
 	admin(t, s, "POST", "/api/config/extension/reload", "")
-	for _, typ := range []string{cimconfig.EventFeaturesUpdated, cimconfig.EventConfigUpdated, cimconfig.EventExtensionReload} {
+	for _, typ := range []string{events.AdminFeaturesUpdated, events.AdminConfigUpdated, events.AdminExtensionEngineReloaded} {
 		var evs []store.Event
 		deadline := time.Now().Add(5 * time.Second)
 		for len(evs) == 0 && time.Now().Before(deadline) {

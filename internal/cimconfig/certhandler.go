@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 )
 
@@ -70,7 +71,7 @@ func publicPairs(pairs []storedKeyPair) []KeyPair {
 	return out
 }
 
-func (h *Handler) listCertificates(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) ListCertificates(w http.ResponseWriter, r *http.Request) error {
 	_, snap, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -79,7 +80,7 @@ func (h *Handler) listCertificates(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-func (h *Handler) getCertificate(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) GetCertificate(w http.ResponseWriter, r *http.Request) error {
 	_, snap, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -108,8 +109,8 @@ func (h *Handler) decodeOne(w http.ResponseWriter, r *http.Request) (KeyPair, []
 	return *body.KeyPair, der, badRequest(p.err())
 }
 
-// addCertificate adds a key pair; a name already in use is a conflict.
-func (h *Handler) addCertificate(w http.ResponseWriter, r *http.Request) error {
+// AddCertificate adds a key pair; a name already in use is a conflict.
+func (h *Handler) AddCertificate(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -130,13 +131,13 @@ func (h *Handler) addCertificate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	pub := added.public()
 	httpx.WriteJSON(w, http.StatusOK, keyPairBody{KeyPair: &pub})
 	return nil
 }
 
-func (h *Handler) updateCertificate(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) UpdateCertificate(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -162,14 +163,14 @@ func (h *Handler) updateCertificate(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	pub := updated.public()
 	httpx.WriteJSON(w, http.StatusOK, keyPairBody{KeyPair: &pub})
 	return nil
 }
 
-// batchCertificates adds or updates (by name) many key pairs, all or none.
-func (h *Handler) batchCertificates(w http.ResponseWriter, r *http.Request) error {
+// BatchCertificates adds or updates (by name) many key pairs, all or none.
+func (h *Handler) BatchCertificates(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -209,12 +210,12 @@ func (h *Handler) batchCertificates(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	httpx.WriteJSON(w, http.StatusOK, keyPairsBody{KeyPairs: out})
 	return nil
 }
 
-func (h *Handler) deleteCertificate(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) DeleteCertificate(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -231,7 +232,7 @@ func (h *Handler) deleteCertificate(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

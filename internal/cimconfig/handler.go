@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/clientauth"
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
 )
@@ -50,54 +51,6 @@ func (h *Handler) guard(w http.ResponseWriter, r *http.Request, disabled int) (a
 		return "", nil, false, nil
 	}
 	return user, snap, true, nil
-}
-
-// Route is one operation of the API.
-type Route struct {
-	Pattern string
-	Handler httpx.HandlerFunc
-}
-
-// Routes lists every operation: the server's route table registers them.
-func (h *Handler) Routes() []Route {
-	return []Route{
-		{"GET /api/config", h.getV1},
-		{"POST /api/config/extension/reload", h.reload},
-		{"GET /api/config/identity-providers", h.identityProviders},
-		{"GET /api/v2/attributes", h.getUnit(UnitAttributes)},
-		{"POST /api/v2/attributes", h.postUnit(UnitAttributes)},
-		{"GET /api/v2/config", h.getV2},
-		{"POST /api/v2/config", h.postV2},
-		{"GET /api/v2/config/custom-messages", h.getUnit(UnitCustomMessages)},
-		{"PUT /api/v2/config/custom-messages", h.postUnit(UnitCustomMessages)},
-		{"PUT /api/v2/config/custom-messages/{locale_variant}/batch", h.putMessages},
-		{"DELETE /api/v2/config/custom-messages/{locale_variant}/{message_key}", h.deleteMessage},
-		{"GET /api/v2/config/features", h.getUnit(UnitFeatures)},
-		{"POST /api/v2/config/features", h.postUnit(UnitFeatures)},
-		{"GET /api/v2/config/features/action-token/whitelisted-urls", h.listURLs(actionTokenURLs)},
-		{"POST /api/v2/config/features/action-token/whitelisted-urls", h.addURL(actionTokenURLs, http.StatusCreated)},
-		{"DELETE /api/v2/config/features/action-token/whitelisted-urls/{url_id}", h.deleteURL(actionTokenURLs)},
-		{"GET /api/v2/config/login-methods", h.getUnit(UnitLoginMethods)},
-		{"GET /api/v2/config/notifications/email", h.getUnit(UnitEmailNotifications)},
-		{"POST /api/v2/config/notifications/email", h.postUnit(UnitEmailNotifications)},
-		{"GET /api/v2/config/organisations", h.getUnit(UnitOrganisations)},
-		{"POST /api/v2/config/password-policy", h.postUnit(UnitPasswordPolicy)},
-		{"GET /api/v2/config/redirects", h.getUnit(UnitRedirects)},
-		{"POST /api/v2/config/redirects", h.postUnit(UnitRedirects)},
-		{"GET /api/v2/config/redirects/whitelisted-urls", h.listURLs(redirectURLs)},
-		{"POST /api/v2/config/redirects/whitelisted-urls", h.addURL(redirectURLs, http.StatusOK)},
-		{"DELETE /api/v2/config/redirects/whitelisted-urls/{url_id}", h.deleteURL(redirectURLs)},
-		{"GET /api/v2/config/step-up", h.getUnit(UnitStepUp)},
-		{"POST /api/v2/config/step-up", h.postUnit(UnitStepUp)},
-		{"GET /api/v2/config/ui-extension", h.getUnit(UnitUIExtension)},
-		{"POST /api/v2/config/ui-extension", h.postUnit(UnitUIExtension)},
-		{"GET /v2/config/certificates", h.listCertificates},
-		{"POST /v2/config/certificates", h.addCertificate},
-		{"POST /v2/config/certificates/batch", h.batchCertificates},
-		{"GET /v2/config/certificates/{certificateId}", h.getCertificate},
-		{"POST /v2/config/certificates/{certificateId}", h.updateCertificate},
-		{"DELETE /v2/config/certificates/{certificateId}", h.deleteCertificate},
-	}
 }
 
 func badRequest(err error) error {
@@ -177,21 +130,21 @@ func setUnit(snap *Snapshot, name string, v any) {
 // keepIDs gives the whitelisted URLs of a new unit their ids.
 func keepIDs(old, snap *Snapshot) {
 	if f := snap.Features; f != nil && f.ActionToken != nil {
-		f.ActionToken.WhitelistedURLs = assignIDs(f.ActionToken.WhitelistedURLs, actionTokenURLs.get(old))
+		f.ActionToken.WhitelistedURLs = assignIDs(f.ActionToken.WhitelistedURLs, ActionTokenURLs.get(old))
 	}
 	if rd := snap.Redirects; rd != nil {
-		rd.URLWhitelist = assignIDs(rd.URLWhitelist, redirectURLs.get(old))
+		rd.URLWhitelist = assignIDs(rd.URLWhitelist, RedirectURLs.get(old))
 	}
 }
 
 func eventFor(units ...string) string {
 	if slices.Contains(units, UnitFeatures) {
-		return EventFeaturesUpdated
+		return events.AdminFeaturesUpdated
 	}
-	return EventConfigUpdated
+	return events.AdminConfigUpdated
 }
 
-func (h *Handler) getUnit(name string) httpx.HandlerFunc {
+func (h *Handler) GetUnit(name string) httpx.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		_, snap, ok, err := h.guard(w, r, v2)
 		if !ok {
@@ -206,8 +159,8 @@ func (h *Handler) getUnit(name string) httpx.HandlerFunc {
 	}
 }
 
-// postUnit replaces a unit after validating all of it: a bad unit changes nothing.
-func (h *Handler) postUnit(name string) httpx.HandlerFunc {
+// PostUnit replaces a unit after validating all of it: a bad unit changes nothing.
+func (h *Handler) PostUnit(name string) httpx.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		agent, _, ok, err := h.guard(w, r, v2)
 		if !ok {
@@ -256,7 +209,7 @@ type configUpdate struct {
 	EmailNotifications *EmailNotificationConfiguration `json:"email_notifications,omitempty"`
 }
 
-func (h *Handler) postV2(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) PostV2(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -391,7 +344,7 @@ func messagesFromV1(m map[string]map[string]string) *CustomMessages {
 	return c
 }
 
-func (h *Handler) getV2(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) GetV2(w http.ResponseWriter, r *http.Request) error {
 	_, snap, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -416,7 +369,7 @@ func orEmpty[T any](v *T) *T {
 // v1Fields are the members GET /api/config can be asked for.
 var v1Fields = []string{"password_policy", "messages", "profile"}
 
-func (h *Handler) getV1(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) GetV1(w http.ResponseWriter, r *http.Request) error {
 	_, snap, ok, err := h.guard(w, r, v1)
 	if !ok {
 		return err
@@ -464,7 +417,7 @@ func (h *Handler) getV1(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *Handler) reload(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) ReloadExtensions(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v1)
 	if !ok {
 		return err
@@ -475,7 +428,7 @@ func (h *Handler) reload(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("reload templates and messages: %w", err)
 		}
 	}
-	h.Service.record(r.Context(), r, EventExtensionReload, agent)
+	h.Service.record(r.Context(), r, events.AdminExtensionEngineReloaded, agent)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -527,7 +480,7 @@ func (s *Service) IdPs(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-func (h *Handler) identityProviders(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) IdentityProviders(w http.ResponseWriter, r *http.Request) error {
 	_, snap, ok, err := h.guard(w, r, v1)
 	if !ok {
 		return err

@@ -4,17 +4,18 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 )
 
-// urlList is one of the two whitelisted-URL lists, inside its unit.
-type urlList struct {
+// URLList is one of the two whitelisted-URL lists, inside its unit.
+type URLList struct {
 	unit string
 	get  func(*Snapshot) []WhitelistedURL
 	set  func(*Snapshot, []WhitelistedURL)
 }
 
-var actionTokenURLs = urlList{
+var ActionTokenURLs = URLList{
 	unit: UnitFeatures,
 	get: func(s *Snapshot) []WhitelistedURL {
 		if s.Features == nil || s.Features.ActionToken == nil {
@@ -33,7 +34,7 @@ var actionTokenURLs = urlList{
 	},
 }
 
-var redirectURLs = urlList{
+var RedirectURLs = URLList{
 	unit: UnitRedirects,
 	get: func(s *Snapshot) []WhitelistedURL {
 		if s.Redirects == nil {
@@ -49,7 +50,7 @@ var redirectURLs = urlList{
 	},
 }
 
-func (h *Handler) listURLs(l urlList) httpx.HandlerFunc {
+func (h *Handler) ListURLs(l URLList) httpx.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		_, snap, ok, err := h.guard(w, r, v2)
 		if !ok {
@@ -64,9 +65,9 @@ func (h *Handler) listURLs(l urlList) httpx.HandlerFunc {
 	}
 }
 
-// addURL adds one URL ({"url": ...}) and answers it with its id; a URL
+// AddURL adds one URL ({"url": ...}) and answers it with its id; a URL
 // already listed is answered as it is (adding is idempotent).
-func (h *Handler) addURL(l urlList, status int) httpx.HandlerFunc {
+func (h *Handler) AddURL(l URLList, status int) httpx.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		agent, _, ok, err := h.guard(w, r, v2)
 		if !ok {
@@ -101,7 +102,7 @@ func (h *Handler) addURL(l urlList, status int) httpx.HandlerFunc {
 	}
 }
 
-func (h *Handler) deleteURL(l urlList) httpx.HandlerFunc {
+func (h *Handler) DeleteURL(l URLList) httpx.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		agent, _, ok, err := h.guard(w, r, v2)
 		if !ok {
@@ -134,8 +135,8 @@ func messagesOf(c *CustomMessages, locale string) map[string]string {
 	return c.Locales[locale]
 }
 
-// putMessages merges a batch of messages into one locale variant.
-func (h *Handler) putMessages(w http.ResponseWriter, r *http.Request) error {
+// PutMessages merges a batch of messages into one locale variant.
+func (h *Handler) PutMessages(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -179,12 +180,12 @@ func (h *Handler) putMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (h *Handler) deleteMessage(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) DeleteMessage(w http.ResponseWriter, r *http.Request) error {
 	agent, _, ok, err := h.guard(w, r, v2)
 	if !ok {
 		return err
@@ -204,7 +205,7 @@ func (h *Handler) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h.Service.record(r.Context(), r, EventConfigUpdated, agent)
+	h.Service.record(r.Context(), r, events.AdminConfigUpdated, agent)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

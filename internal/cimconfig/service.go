@@ -13,6 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/pwpolicy"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -33,11 +34,7 @@ const (
 	UnitProfile            = "profile"
 )
 
-// Event types of configuration changes (names of the original's catalog).
 const (
-	EventFeaturesUpdated  = "ADMIN_SYSTEM_FEATURE_CONFIG_UPDATED"
-	EventConfigUpdated    = "ADMIN_SYSTEM_GENERAL_CONFIG_UPDATED"
-	EventExtensionReload  = "ADMIN_SYSTEM_EXTENSION_ENGINE_CONFIG_UPDATED"
 	cacheTTL              = 2 * time.Second
 	defaultKeyPairsPerSet = 1000
 )
@@ -119,7 +116,6 @@ type Service struct {
 	Store  store.Store
 	Keys   *seal.Sealer // private keys of key pairs
 	Events *events.Recorder
-	Sink   events.Appender // where events go outside a transaction
 	// Breached answers the password policy's breached_password_blocked (nil: not checked).
 	Breached *pwpolicy.RangeChecker
 	Now      func() time.Time
@@ -211,7 +207,7 @@ func (s *Service) record(ctx context.Context, r *http.Request, typ, agent string
 	if s.Events == nil {
 		return
 	}
-	_ = s.Events.RecordOAuth(ctx, s.Sink, r, events.OAuth{Type: typ, AgentUser: agent})
+	s.Events.ObserveOAuth(ctx, s.Store.EventSink(), request.Of(r), events.OAuth{Type: typ, AgentUser: agent})
 }
 
 func newID() string { return uuid.NewString() }

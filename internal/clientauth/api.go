@@ -11,10 +11,8 @@ import (
 	"github.com/latchkey/latchkey/internal/token"
 )
 
-// TokenSource finds access tokens, and their grants, by hash.
-type TokenSource interface {
-	GetTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error)
-}
+// TokenSource finds access tokens, and their grants, by key.
+type TokenSource = token.TokenGrants
 
 // Errors of APICaller.
 var (
@@ -68,14 +66,15 @@ func allowed(c store.Client, scope string) (store.Client, error) {
 }
 
 func (a *Authenticator) apiToken(ctx context.Context, value, scope string, tokens TokenSource) (store.Client, error) {
-	t, g, err := tokens.GetTokenGrant(ctx, a.Secrets.Hash(token.AccessToken.Label, value))
-	if errors.Is(err, store.ErrNotFound) {
+	found, err := token.Active(ctx, token.Opaque{Hasher: a.Secrets}, tokens, token.AccessToken, value, a.now())
+	if errors.Is(err, token.ErrInactive) {
 		return store.Client{}, ErrUnauthenticated
 	}
 	if err != nil {
 		return store.Client{}, err
 	}
-	if t.Kind != store.KindAccess || !t.Active(g, a.now()) || t.Subject != "" {
+	t := found.Token
+	if t.Subject != "" {
 		// Only a live client-credentials token speaks for a client.
 		return store.Client{}, ErrUnauthenticated
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/throttle"
@@ -24,10 +25,10 @@ type Method string
 
 // Methods, named as in RFC 7591 section 2.
 const (
-	MethodBasic      Method = "client_secret_basic"
-	MethodPost       Method = "client_secret_post"
-	MethodPrivateKey Method = "private_key_jwt"
-	MethodNone       Method = "none"
+	MethodBasic      Method = client.AuthClientSecretBasic
+	MethodPost       Method = client.AuthClientSecretPost
+	MethodPrivateKey Method = client.AuthPrivateKeyJWT
+	MethodNone       Method = client.AuthNone
 )
 
 // AssertionType is the client_assertion_type of RFC 7523 section 2.2.

@@ -19,29 +19,10 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-)
 
-// Grant types latchkey knows (RFC 6749, RFC 8628).
-const (
-	GrantAuthorizationCode = "authorization_code"
-	GrantRefreshToken      = "refresh_token"
-	GrantClientCredentials = "client_credentials"
-	GrantDeviceCode        = "urn:ietf:params:oauth:grant-type:device_code"
-	GrantPassword          = "password" // deprecated; only for clients that list it
-	GrantImplicit          = "implicit" // deprecated; only for clients that list it
+	"github.com/latchkey/latchkey/internal/client"
+	"github.com/latchkey/latchkey/internal/store"
 )
-
-// Client authentication methods (RFC 7591 section 2 names).
-const (
-	AuthClientSecretBasic = "client_secret_basic"
-	AuthClientSecretPost  = "client_secret_post"
-	AuthPrivateKeyJWT     = "private_key_jwt"
-	AuthNone              = "none"
-)
-
-// AuthMethods are the client authentication methods a client may register,
-// in the order the metadata lists them.
-var AuthMethods = []string{AuthClientSecretBasic, AuthClientSecretPost, AuthPrivateKeyJWT, AuthNone}
 
 // Config is the whole operator configuration. Every key is optional.
 type Config struct {
@@ -364,17 +345,11 @@ func (c *Config) fillDefaults() {
 	for i := range c.Clients {
 		cl := &c.Clients[i]
 		if cl.TokenEndpointAuthMethod == "" {
-			switch {
-			case len(cl.JWKS) > 0 || cl.JWKSURI != "":
-				cl.TokenEndpointAuthMethod = AuthPrivateKeyJWT
-			case cl.ClientSecret == "" && cl.ClientSecretHash == "":
-				cl.TokenEndpointAuthMethod = AuthNone
-			default:
-				cl.TokenEndpointAuthMethod = AuthClientSecretBasic
-			}
+			cl.TokenEndpointAuthMethod = client.DefaultAuthMethod(len(cl.JWKS) > 0 || cl.JWKSURI != "",
+				cl.ClientSecret != "" || cl.ClientSecretHash != "")
 		}
 		if len(cl.GrantTypes) == 0 {
-			cl.GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken}
+			cl.GrantTypes = client.DefaultGrantTypes()
 		}
 		if cl.ConsentRequired == nil {
 			t := true
@@ -596,143 +571,32 @@ func validateIssuer(s string) error {
 	return nil
 }
 
-var knownGrants = map[string]bool{
-	GrantAuthorizationCode: true, GrantRefreshToken: true, GrantClientCredentials: true,
-	GrantDeviceCode: true, GrantPassword: true, GrantImplicit: true,
-}
-
 func (cl *Client) validate() error {
-	if cl.ClientID == "" || len(cl.ClientID) > 255 || !printableASCII(cl.ClientID) || strings.Contains(cl.ClientID, ":") {
-		// ':' would make client_secret_basic ambiguous (RFC 6749 section 2.3.1).
-		return fmt.Errorf("client_id %q must be 1-255 printable ASCII characters without ':'", cl.ClientID)
+	r, err := cl.Registration()
+	if err != nil {
+		return err
 	}
-	secret := cl.ClientSecret != "" || cl.ClientSecretHash != ""
-	if cl.ClientSecret != "" && cl.ClientSecretHash != "" {
-		return errors.New("set client_secret or client_secret_hash, not both")
-	}
-	if cl.ClientSecretHash != "" && !strings.HasPrefix(cl.ClientSecretHash, "$") {
-		return errors.New("client_secret_hash must be a PHC string ($argon2id$..., $2b$..., $pbkdf2-sha256$...)")
-	}
-	if cl.ClientSecret != "" && len(cl.ClientSecret) < 16 {
-		// Secrets are checked with a fast keyed hash: only high-entropy secrets make that safe.
-		return errors.New("client_secret must be at least 16 characters (use a long random value)")
-	}
-	keys := len(cl.JWKS) > 0 || cl.JWKSURI != ""
-	if len(cl.JWKS) > 0 && cl.JWKSURI != "" {
-		return errors.New("set jwks or jwks_uri, not both")
-	}
-	switch cl.TokenEndpointAuthMethod {
-	case AuthClientSecretBasic, AuthClientSecretPost:
-		if !secret {
-			return fmt.Errorf("token_endpoint_auth_method %s needs client_secret or client_secret_hash", cl.TokenEndpointAuthMethod)
-		}
-		if keys {
-			return fmt.Errorf("token_endpoint_auth_method %s does not use jwks", cl.TokenEndpointAuthMethod)
-		}
-	case AuthPrivateKeyJWT:
-		if !keys {
-			return errors.New("token_endpoint_auth_method private_key_jwt needs jwks or jwks_uri")
-		}
-		if secret {
-			return errors.New("token_endpoint_auth_method private_key_jwt does not use a client secret")
-		}
-	case AuthNone:
-		if secret || keys {
-			return errors.New("token_endpoint_auth_method none (public client) takes no secret and no jwks")
-		}
-	default:
-		return fmt.Errorf("token_endpoint_auth_method %q is not one of client_secret_basic, client_secret_post, private_key_jwt, none", cl.TokenEndpointAuthMethod)
-	}
-	if cl.JWKSURI != "" {
-		if u, err := url.Parse(cl.JWKSURI); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
-			return fmt.Errorf("jwks_uri %q is not an absolute http(s) URL", cl.JWKSURI)
-		}
-	}
-	if len(cl.JWKS) > 0 {
-		ks, ok := cl.JWKS["keys"].([]any)
-		if !ok || len(ks) == 0 {
-			return errors.New(`jwks must be a JSON Web Key Set with a non-empty "keys" list`)
-		}
-	}
-	for _, g := range cl.GrantTypes {
-		if !knownGrants[g] {
-			return fmt.Errorf("grant_types: %q is not a known grant type", g)
-		}
-		if g == GrantClientCredentials && cl.TokenEndpointAuthMethod == AuthNone {
-			return errors.New("grant_types: a public client cannot use client_credentials (RFC 6749 section 4.4)")
-		}
-	}
-	if cl.IntrospectAnyToken && cl.TokenEndpointAuthMethod == AuthNone {
-		return errors.New("introspect_any_token: a public client cannot introspect (RFC 7662 section 2.1)")
-	}
-	for _, id := range cl.DeviceApprovalClients {
-		if id == "" || id == cl.ClientID {
-			return fmt.Errorf("device_approval_clients: %q must name another client", id)
-		}
-	}
-	for _, r := range cl.RedirectURIs {
-		if err := ValidateRedirectURI(r); err != nil {
-			return fmt.Errorf("redirect_uris: %w", err)
-		}
-	}
-	needsRedirect := slices.Contains(cl.GrantTypes, GrantAuthorizationCode) || slices.Contains(cl.GrantTypes, GrantImplicit)
-	if needsRedirect && len(cl.RedirectURIs) == 0 {
-		return errors.New("redirect_uris: the authorization_code grant needs at least one redirect URI")
-	}
-	for _, s := range cl.Scopes {
-		if !ValidScopeToken(s) {
-			return fmt.Errorf("scopes: %q is not a valid scope token (RFC 6749 section 3.3)", s)
-		}
-	}
-	if cl.AccessTokenLifetime <= 0 || cl.RefreshTokenLifetime <= 0 {
-		return errors.New("token lifetimes must be positive")
-	}
-	switch cl.AppPlatform {
-	case "", "ios", "android":
-	default:
-		return fmt.Errorf("app_platform %q is not one of ios, android", cl.AppPlatform)
-	}
-	return nil
+	return r.Validate()
 }
 
-// ValidateRedirectURI checks a registered redirect URI: absolute, without a
-// fragment (RFC 6749 section 3.1.2).
-func ValidateRedirectURI(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Opaque != "" && u.Scheme != "urn" {
-		return fmt.Errorf("%q is not an absolute URI", s)
+// Registration is the client as the client package validates and stores it.
+func (cl *Client) Registration() (client.Registration, error) {
+	jwks, err := cl.JWKSJSON()
+	if err != nil {
+		return client.Registration{}, err
 	}
-	if u.Fragment != "" || strings.Contains(s, "#") {
-		return fmt.Errorf("%q must not have a fragment", s)
+	r := client.Registration{Secret: cl.ClientSecret, Client: store.Client{
+		ID: cl.ClientID, SecretPHC: cl.ClientSecretHash, Name: cl.Name,
+		TokenEndpointAuthMethod: cl.TokenEndpointAuthMethod, JWKS: jwks, JWKSURI: cl.JWKSURI, RedirectURIs: cl.RedirectURIs,
+		GrantTypes: cl.GrantTypes, Scopes: cl.Scopes, AllowPlainPKCE: cl.AllowPlainPKCE,
+		AccessTokenLifetime: time.Duration(cl.AccessTokenLifetime), RefreshTokenLifetime: time.Duration(cl.RefreshTokenLifetime),
+		AppIdentifier: cl.AppIdentifier, AppPlatform: cl.AppPlatform, AppVersion: cl.AppVersion,
+		IntrospectAnyToken: cl.IntrospectAnyToken, DeviceApprovalClients: cl.DeviceApprovalClients,
+	}}
+	if cl.ConsentRequired != nil {
+		r.ConsentRequired = *cl.ConsentRequired
 	}
-	if (u.Scheme == "http" || u.Scheme == "https") && u.Host == "" {
-		return fmt.Errorf("%q has no host", s)
-	}
-	return nil
-}
-
-// ValidScopeToken reports whether s is a scope-token of RFC 6749 section 3.3:
-// 1*( %x21 / %x23-5B / %x5D-7E ).
-func ValidScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x21 || c == 0x22 || c == 0x5C || c > 0x7E {
-			return false
-		}
-	}
-	return true
-}
-
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7E {
-			return false
-		}
-	}
-	return true
+	return r, nil
 }
 
 func absoluteHTTP(s string) bool {

@@ -29,6 +29,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 )
@@ -104,12 +105,12 @@ func testConfig(redirect string) *config.Config {
 	return &config.Config{
 		Clients: []config.Client{
 			{ClientID: "web", Name: "Example App", ClientSecret: webSecret,
-				TokenEndpointAuthMethod: config.AuthClientSecretBasic, RedirectURIs: []string{redirect},
-				GrantTypes: []string{config.GrantAuthorizationCode, config.GrantRefreshToken},
+				TokenEndpointAuthMethod: client.AuthClientSecretBasic, RedirectURIs: []string{redirect},
+				GrantTypes: []string{client.GrantAuthorizationCode, client.GrantRefreshToken},
 				Scopes:     []string{"read", "write"}, ConsentRequired: boolPtr(true), IntrospectAnyToken: true},
-			{ClientID: "spa", Name: "Example SPA", TokenEndpointAuthMethod: config.AuthNone,
+			{ClientID: "spa", Name: "Example SPA", TokenEndpointAuthMethod: client.AuthNone,
 				RedirectURIs: []string{redirect},
-				GrantTypes:   []string{config.GrantAuthorizationCode, config.GrantRefreshToken},
+				GrantTypes:   []string{client.GrantAuthorizationCode, client.GrantRefreshToken},
 				Scopes:       []string{"read", "write"}, ConsentRequired: boolPtr(false)},
 		},
 		Persons: []config.Person{{Email: personEmail, Password: personPass, FirstName: "Jane", LastName: "Doe"}},

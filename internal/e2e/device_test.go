@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/server/servertest"
@@ -32,11 +33,11 @@ func deviceEnv(t *testing.T, backend string) *env {
 	app := newClientApp(t)
 	cfg := testConfig(app.callbackURL())
 	cfg.Clients = append(cfg.Clients,
-		config.Client{ClientID: "tv", Name: "Living Room TV", TokenEndpointAuthMethod: config.AuthNone,
-			GrantTypes: []string{deviceGrant, config.GrantRefreshToken}, Scopes: []string{"read", "write"},
+		config.Client{ClientID: "tv", Name: "Living Room TV", TokenEndpointAuthMethod: client.AuthNone,
+			GrantTypes: []string{deviceGrant, client.GrantRefreshToken}, Scopes: []string{"read", "write"},
 			ConsentRequired: boolPtr(true)},
-		config.Client{ClientID: "app", Name: "Example Mobile App", TokenEndpointAuthMethod: config.AuthNone,
-			RedirectURIs: []string{app.callbackURL()}, GrantTypes: []string{config.GrantAuthorizationCode},
+		config.Client{ClientID: "app", Name: "Example Mobile App", TokenEndpointAuthMethod: client.AuthNone,
+			RedirectURIs: []string{app.callbackURL()}, GrantTypes: []string{client.GrantAuthorizationCode},
 			Scopes: []string{"read", oauth.DeviceApproveScope}, ConsentRequired: boolPtr(false),
 			DeviceApprovalClients: []string{"tv"}})
 	s := servertest.Start(t, cfg, servertest.Options{Backend: backend})

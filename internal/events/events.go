@@ -4,69 +4,44 @@ package events
 
 import (
 	"context"
-	"net/http"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/latchkey/latchkey/internal/clientaddr"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
-)
-
-// OAuth event types. Names come from the original product's catalogue
-// (shared/spec/oauth-event-types.txt) where one means the same thing; the
-// others are latchkey's own and marked so in docs/events.md.
-const (
-	AuthzRequestInvalid            = "AUTHZ_REQUEST_INVALID"
-	AuthzRequestInvalidClient      = "AUTHZ_REQUEST_INVALID_CLIENT"
-	AuthzRequestRedirectURIInvalid = "AUTHZ_REQUEST_REDIRECT_URI_INVALID"
-	AuthzRequestScopeInvalid       = "AUTHZ_REQUEST_SCOPE_INVALID"
-	AuthzRequestUnauthorizedClient = "AUTHZ_REQUEST_UNAUTHORIZED_CLIENT"
-	AuthzRequestInvalidResponse    = "AUTHZ_REQUEST_INVALID_RESPONSE_TYPE"
-	AuthzRequestGrantCreated       = "AUTHZ_REQUEST_GRANT_CREATED"
-	AuthzRequestTokenCreated       = "AUTHZ_REQUEST_TOKEN_CREATED"
-	AuthzRequestDenied             = "AUTHZ_REQUEST_DENIED" // latchkey's own
-	AuthnLoginRequired             = "AUTHN_REQUEST_LOGIN_REQUIRED"
-	AuthnConsentRequired           = "AUTHN_REQUEST_CONSENT_REQUIRED"
-	ConsentGiven                   = "CONSENT_GIVEN"
-	LoginSucceeded                 = "LOGIN_SUCCEEDED"                        // latchkey's own
-	LoginFailed                    = "LOGIN_FAILED"                           // latchkey's own
-	TOTPSucceeded                  = "STEP_UP_TOTP_SUCCEEDED"                 // latchkey's own
-	TOTPFailed                     = "OTP_AUTH_NOT_AUTHENTICATED_INVALID_OTP" // also replays and throttled attempts
-	LoginThrottled                 = "LOGIN_THROTTLED"                        // latchkey's own
-
-	ClientCredentialsCheckFailed = "CLIENT_CREDENTIALS_CHECK_FAILED"
-
-	TokenRequestInvalid             = "TOKEN_REQUEST_INVALID"
-	TokenRequestInvalidClient       = "TOKEN_REQUEST_INVALID_CLIENT"
-	TokenRequestInvalidGrant        = "TOKEN_REQUEST_INVALID_GRANT"
-	TokenRequestInvalidRedirectURI  = "TOKEN_REQUEST_INVALID_REDIRECT_URI"
-	TokenRequestInvalidPKCEVerifier = "TOKEN_REQUEST_INVALID_PKCE_VERIFIER"
-	TokenRequestScopeInvalid        = "TOKEN_REQUEST_SCOPE_INVALID"
-	TokenRequestUnsupportedGrant    = "TOKEN_REQUEST_UNSUPPORTED_GRANT_TYPE"
-	TokenRequestDisabledGrant       = "TOKEN_REQUEST_DISABLED_GRANT_TYPE"
-	TokenRequestInvalidRefreshToken = "TOKEN_REQUEST_INVALID_REFRESH_TOKEN"
-	TokenRequestExpiredRefreshToken = "TOKEN_REQUEST_EXPIRED_REFRESH_TOKEN"
-	TokenRequestMaxValidityExpired  = "TOKEN_REQUEST_MAX_VALIDITY_EXPIRED_REFRESH_TOKEN"
-	TokenRequestAccessTokenCreated  = "TOKEN_REQUEST_ACCESS_TOKEN_CREATED"
-	TokenRequestAccessTokenRefresh  = "TOKEN_REQUEST_ACCESS_TOKEN_REFRESHED"
-	TokenRequestPasswordCreated     = "TOKEN_REQUEST_PASSWORD_ACCESS_TOKEN_CREATED"
-	TokenRequestPasswordInvalid     = "TOKEN_REQUEST_PASSWORD_INVALID_CREDENTIALS"
-	TokenRequestCodeReplayDetected  = "TOKEN_REQUEST_CODE_REPLAY_DETECTED"         // latchkey's own
-	TokenRequestRefreshReuse        = "TOKEN_REQUEST_REFRESH_TOKEN_REUSE_DETECTED" // latchkey's own
-
-	TokenRevokeInvalidRequest      = "TOKEN_REVOKE_INVALID_REQUEST"
-	TokenRevokeClientInvalid       = "TOKEN_REVOKE_CLIENT_INVALID"
-	TokenRevokeTokenInvalid        = "TOKEN_REVOKE_TOKEN_INVALID"
-	TokenRevokeAccessTokenSuccess  = "TOKEN_REVOKE_ACCESS_TOKEN_SUCCESS"
-	TokenRevokeRefreshTokenSuccess = "TOKEN_REVOKE_REFRESH_TOKEN_SUCCESS"
 )
 
 // Recorder builds event records and appends them.
 type Recorder struct {
 	Now   func() time.Time
 	NewID func() string
+	// Log takes the failed writes of Observe; nil: slog.Default().
+	Log *slog.Logger
+}
+
+// ObserveOAuth records an event outside any transaction (a refusal, an
+// introspection result, a login attempt). A failed write is logged and
+// dropped: the answer does not depend on the event store (catalogue.go).
+func (rec *Recorder) ObserveOAuth(ctx context.Context, st Appender, f request.Facts, e OAuth) {
+	if err := rec.RecordOAuth(ctx, st, f, e); err != nil {
+		rec.failed(ctx, e.Type, err)
+	}
+}
+
+// failed logs a failed write of an observed event, unless the request
+// was canceled (its event may still have been written).
+func (rec *Recorder) failed(ctx context.Context, typ string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	log := rec.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.ErrorContext(ctx, "record event", "type", typ, "err", err)
 }
 
 // NewRecorder returns a Recorder on the wall clock and random UUIDs.
@@ -88,8 +63,8 @@ type OAuth struct {
 
 // RecordOAuth appends one OAuth event through st, which may be a
 // transaction: the event then commits with the action it records. The
-// request supplies client_ip and user_agent; r may be nil.
-func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, r *http.Request, e OAuth) error {
+// request's facts supply client_ip and user_agent.
+func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, f request.Facts, e OAuth) error {
 	ev := store.Event{
 		ID:            rec.NewID(),
 		Kind:          store.EventOAuth,
@@ -101,10 +76,8 @@ func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, r *http.Reque
 		UserID:        e.UserID,
 		AgentUser:     e.AgentUser,
 		Occurred:      rec.Now().UTC(),
-	}
-	if r != nil {
-		ev.ClientIP = clientaddr.Of(r)
-		ev.UserAgent = truncate(r.UserAgent(), 512)
+		ClientIP:      f.Addr,
+		UserAgent:     f.UserAgent,
 	}
 	return st.AppendEvents(ctx, ev)
 }
@@ -121,9 +94,6 @@ func DisplayName(typ string) string {
 	return strings.Join(words, " ")
 }
 
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
+// Appender is where events go: a store's event sink (store.Store.EventSink)
+// or a transaction.
+type Appender = store.EventAppender

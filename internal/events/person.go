@@ -6,20 +6,10 @@ import (
 	"strconv"
 	"unicode"
 
-	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 )
-
-// Person event types (package.ClassName form of the spec) and their names.
-const (
-	PersonCreated = "person.PersonCreatedEvent"
-	PersonUpdated = "person.PersonUpdatedEvent"
-	PersonDeleted = "person.PersonDeletedEvent"
-)
-
-var personNames = map[string]string{PersonCreated: "Person Created", PersonUpdated: "Person Updated",
-	PersonDeleted: "Person Deleted"}
 
 // Person is a person event about to be recorded.
 type Person struct {
@@ -31,17 +21,14 @@ type Person struct {
 }
 
 // RecordPerson appends a person event through st (possibly a transaction).
-func (rec *Recorder) RecordPerson(ctx context.Context, st Appender, r *http.Request, e Person) error {
+func (rec *Recorder) RecordPerson(ctx context.Context, st Appender, f request.Facts, e Person) error {
 	name := personNames[e.Type]
 	if name == "" {
 		name = e.Type
 	}
 	ev := store.Event{ID: rec.NewID(), Kind: store.EventPerson, Type: e.Type, Name: name, PersonID: e.PersonID,
 		UserID: e.PersonID, AgentUser: e.AgentUser, Partition: e.Partition, Context: e.Context, Occurred: rec.Now().UTC()}
-	if r != nil {
-		ev.ClientIP = clientaddr.Of(r)
-		ev.UserAgent = truncate(r.UserAgent(), 512)
-	}
+	ev.ClientIP, ev.UserAgent = f.Addr, f.UserAgent
 	return st.AppendEvents(ctx, ev)
 }
 

@@ -38,17 +38,13 @@ func (s *Service) RememberDevice(w http.ResponseWriter, email string, secure boo
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: int(deviceLifetime / time.Second)})
 }
 
-// knownDevice is the id of r's known-device cookie when it is valid for
-// email (lower case), or "".
-func (s *Service) knownDevice(r *http.Request, email string) string {
-	if s.Devices == nil || r == nil {
+// knownDevice is the id of a known-device cookie's value when it is valid
+// for email (lower case), or "".
+func (s *Service) knownDevice(cookie, email string) string {
+	if s.Devices == nil || cookie == "" {
 		return ""
 	}
-	c, err := r.Cookie(DeviceCookie)
-	if err != nil {
-		return ""
-	}
-	parts := strings.Split(c.Value, ".")
+	parts := strings.Split(cookie, ".")
 	if len(parts) != 3 || len(parts[0]) != 22 {
 		return ""
 	}

@@ -6,18 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
-	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/throttle"
@@ -73,8 +71,6 @@ type Service struct {
 	Store  store.Store
 	Events *events.Recorder
 	Now    func() time.Time
-	// EventLog takes the login events (a GroupCommit); nil: Store.
-	EventLog events.Appender
 	// TOTP opens the sealed TOTP secrets of persons (step-up).
 	TOTP *seal.Sealer
 	// Devices signs the known-device cookies; nil: no device is known and
@@ -102,33 +98,34 @@ func New(st store.Store, rec *events.Recorder, now func() time.Time) (*Service, 
 	return &Service{Store: st, Events: rec, Now: now, Verify: password.Verify, dummy: dummy}, nil
 }
 
-// Errors of CheckPassword: each is an *httpx.Error whose description is safe
-// to show (it never says whether the account exists).
+// Errors of CheckPassword. Neither says whether the account exists.
 var (
-	ErrBadCredentials = &httpx.Error{Status: http.StatusUnauthorized, Code: "invalid_credentials",
-		Description: "The email address or password is wrong."}
-	ErrThrottled = &httpx.Error{Status: http.StatusTooManyRequests, Code: "too_many_attempts",
-		Description: "Too many failed attempts. Wait a few minutes and try again."}
+	// ErrBadCredentials: a wrong email or password, or an account that
+	// may not sign in.
+	ErrBadCredentials = errors.New("identity: the email address or password is wrong")
+	// ErrThrottled: too many failed attempts (ThrottledError carries
+	// when to try again).
+	ErrThrottled = errors.New("identity: too many failed attempts")
 )
 
-// throttled is ErrThrottled (errors.Is) with its Retry-After.
-func throttled(retry time.Duration) error {
-	e := httpx.TooManyRequests(ErrThrottled.Code, ErrThrottled.Description, retry)
-	e.Cause = ErrThrottled
-	return e
-}
+// ThrottledError is ErrThrottled (errors.Is) with the time until the
+// attempt may be made again.
+type ThrottledError struct{ RetryAfter time.Duration }
+
+func (e *ThrottledError) Error() string        { return ErrThrottled.Error() }
+func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 
 // loginLimits are the counters of one attempt. They depend on the email as
 // typed and the client, never on whether the account exists, so a
 // throttled answer is the same for every email.
-func (s *Service) loginLimits(r *http.Request, email string) []throttle.Limit {
+func (s *Service) loginLimits(f request.Facts, email string) []throttle.Limit {
 	account := strings.ToLower(email)
-	addr := clientaddr.Key(r)
+	addr := f.AddrKey()
 	ls := []throttle.Limit{
 		{Key: "login:pair:" + account + "|" + addr, Max: MaxFailsPerAccountAddress, Window: ThrottleWindow},
 		{Key: "login:ip:" + addr, Max: MaxFailsPerIP, Window: ThrottleWindow},
 	}
-	if device := s.knownDevice(r, account); device != "" {
+	if device := s.knownDevice(f.DeviceCookie, account); device != "" {
 		return append(ls, throttle.Limit{Key: "login:device:" + account + "|" + device, Max: MaxFailsPerDevice, Window: ThrottleWindow})
 	}
 	return append(ls, throttle.Limit{Key: "login:account:" + account, Max: MaxFailsPerAccount, Window: AccountThrottleWindow})
@@ -136,17 +133,17 @@ func (s *Service) loginLimits(r *http.Request, email string) []throttle.Limit {
 
 // CheckPassword verifies email and password under the login throttles and
 // upgrades an outdated hash to argon2id.
-func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw string) (store.Person, error) {
+func (s *Service) CheckPassword(ctx context.Context, f request.Facts, email, pw string) (store.Person, error) {
 	now := s.Now()
 	email = strings.TrimSpace(email)
-	limits := s.loginLimits(r, email)
+	limits := s.loginLimits(f, email)
 	if err := throttle.Reserve(ctx, s.Store, now, limits...); err != nil {
 		var refused *throttle.Refused
 		if errors.As(err, &refused) {
 			// No lookup and no hash: the same (cheap) answer whether or
 			// not the account exists.
-			s.record(ctx, r, events.LoginThrottled, "")
-			return store.Person{}, throttled(refused.RetryAfter)
+			s.record(ctx, f, events.LoginThrottled, "")
+			return store.Person{}, &ThrottledError{RetryAfter: refused.RetryAfter}
 		}
 		return store.Person{}, err
 	}
@@ -167,7 +164,7 @@ func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw 
 	}
 	if err != nil || p.PasswordHash == "" || verr != nil || !ok || !MaySignIn(p.Status) {
 		// The reservation stays: it was a failure.
-		s.record(ctx, r, events.LoginFailed, p.ID)
+		s.record(ctx, f, events.LoginFailed, p.ID)
 		return store.Person{}, ErrBadCredentials
 	}
 	// A success gives its reservation back. This account at this address
@@ -190,13 +187,13 @@ func (s *Service) CheckPassword(ctx context.Context, r *http.Request, email, pw 
 			return store.Person{}, err
 		}
 	}
-	s.record(ctx, r, events.LoginSucceeded, p.ID)
+	s.record(ctx, f, events.LoginSucceeded, p.ID)
 	return p, nil
 }
 
-// ErrBadTOTP is the answer to a wrong, reused or throttled TOTP code.
-var ErrBadTOTP = &httpx.Error{Status: http.StatusUnauthorized, Code: "invalid_otp",
-	Description: "The code is wrong or was already used. Enter the current code of your authenticator app."}
+// ErrBadTOTP is the answer to a wrong, reused or throttled TOTP code: a
+// throttled code is answered as a wrong one.
+var ErrBadTOTP = errors.New("identity: the TOTP code is wrong or was already used")
 
 // MaxTOTPFails is how many wrong codes a person may enter per ThrottleWindow.
 const MaxTOTPFails = 5
@@ -207,7 +204,7 @@ func (s *Service) HasTOTP(p store.Person) bool { return s.TOTP != nil && p.TOTPS
 // CheckTOTP verifies a person's TOTP code (RFC 6238, one step of drift
 // either side). A code is accepted once: the step it matched is recorded for
 // every instance, so a replayed code fails. Wrong codes are throttled per person.
-func (s *Service) CheckTOTP(ctx context.Context, r *http.Request, p store.Person, code string) error {
+func (s *Service) CheckTOTP(ctx context.Context, f request.Facts, p store.Person, code string) error {
 	if !s.HasTOTP(p) {
 		return ErrBadTOTP
 	}
@@ -219,7 +216,7 @@ func (s *Service) CheckTOTP(ctx context.Context, r *http.Request, p store.Person
 		if !errors.As(err, new(*throttle.Refused)) {
 			return err
 		}
-		s.record(ctx, r, events.TOTPFailed, p.ID)
+		s.record(ctx, f, events.TOTPFailed, p.ID)
 		return ErrBadTOTP
 	}
 	secret, err := s.TOTP.Open(p.TOTPSecret, []byte(p.ID))
@@ -231,14 +228,14 @@ func (s *Service) CheckTOTP(ctx context.Context, r *http.Request, p store.Person
 		// until the code can no longer match.
 		err := s.Store.UseAssertionID(ctx, "totp:"+p.ID, strconv.FormatUint(counter, 10), now.Add(3*totp.Step), now)
 		if err == nil {
-			s.record(ctx, r, events.TOTPSucceeded, p.ID)
+			s.record(ctx, f, events.TOTPSucceeded, p.ID)
 			return throttle.Release(ctx, s.Store, limit)
 		}
 		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 	}
-	s.record(ctx, r, events.TOTPFailed, p.ID)
+	s.record(ctx, f, events.TOTPFailed, p.ID)
 	return ErrBadTOTP
 }
 
@@ -253,12 +250,8 @@ func (s *Service) setPassword(ctx context.Context, id, pw string) error {
 	})
 }
 
-func (s *Service) record(ctx context.Context, r *http.Request, typ, personID string) {
-	var log events.Appender = s.Store
-	if s.EventLog != nil {
-		log = s.EventLog
-	}
-	_ = s.Events.RecordOAuth(ctx, log, r, events.OAuth{Type: typ, UserID: personID})
+func (s *Service) record(ctx context.Context, f request.Facts, typ, personID string) {
+	s.Events.ObserveOAuth(ctx, s.Store.EventSink(), f, events.OAuth{Type: typ, UserID: personID})
 }
 
 // SeedPersons creates the config's persons, or updates name and password of
@@ -286,7 +279,7 @@ func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) erro
 				}); err != nil {
 					return err
 				}
-				return s.Events.RecordPerson(ctx, tx, nil, events.Person{Type: events.PersonCreated, PersonID: id, AgentUser: "config"})
+				return s.Events.RecordPerson(ctx, tx, request.Facts{}, events.Person{Type: events.PersonCreated, PersonID: id, AgentUser: "config"})
 			})
 		case err == nil:
 			err = s.Store.UpdatePerson(ctx, p.ID, func(p store.Person) (store.Person, error) {
@@ -355,7 +348,7 @@ func (s *Service) SetStatus(ctx context.Context, personID, status, agent string)
 		if !changed {
 			return nil
 		}
-		return s.Events.RecordPerson(ctx, tx, nil, events.Person{Type: events.PersonUpdated, PersonID: personID,
+		return s.Events.RecordPerson(ctx, tx, request.Facts{}, events.Person{Type: events.PersonUpdated, PersonID: personID,
 			AgentUser: agent, Partition: partition})
 	})
 	return out, err
@@ -380,7 +373,7 @@ func (s *Service) DeletePerson(ctx context.Context, personID, agent string) (sto
 		if err := tx.DeletePerson(ctx, personID); err != nil {
 			return err
 		}
-		return s.Events.RecordPerson(ctx, tx, nil, events.Person{Type: events.PersonDeleted, PersonID: personID,
+		return s.Events.RecordPerson(ctx, tx, request.Facts{}, events.Person{Type: events.PersonDeleted, PersonID: personID,
 			AgentUser: agent, Partition: p.Partition})
 	})
 	return out, err

@@ -21,6 +21,7 @@ import (
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
 	"github.com/latchkey/latchkey/internal/token"
@@ -58,16 +59,26 @@ func loginRequest(ip string) *http.Request {
 }
 
 func login(s *Service, ip, email, pw string) error {
-	_, err := s.CheckPassword(context.Background(), loginRequest(ip), email, pw)
+	_, err := s.CheckPassword(context.Background(), request.Of(loginRequest(ip)), email, pw)
 	return err
 }
 
+// withDevice is the facts the login page passes: the request's, with its
+// known-device cookie.
+func withDevice(r *http.Request) request.Facts {
+	f := request.Of(r)
+	if c, err := r.Cookie(DeviceCookie); err == nil {
+		f.DeviceCookie = c.Value
+	}
+	return f
+}
+
 func retryAfter(err error) string {
-	var he *httpx.Error
-	if !errors.As(err, &he) {
+	var te *ThrottledError
+	if !errors.As(err, &te) {
 		return ""
 	}
-	return he.Header["Retry-After"]
+	return httpx.RetryAfter(te.RetryAfter) // as the login page answers it
 }
 
 func testHasher(t *testing.T) *token.Hasher {
@@ -171,7 +182,7 @@ func TestAccountBackOffSparesKnownDevices(t *testing.T) {
 	}
 	r := loginRequest("203.0.113.2")
 	r.AddCookie(cookie)
-	if _, err := s.CheckPassword(context.Background(), r, "jane@example.com", "right-password"); err != nil {
+	if _, err := s.CheckPassword(context.Background(), withDevice(r), "jane@example.com", "right-password"); err != nil {
 		t.Errorf("the owner's known device is not locked out by the attacker's failures: %v", err)
 	}
 	// A cookie of another account, or a forged one, is no known device.
@@ -181,7 +192,7 @@ func TestAccountBackOffSparesKnownDevices(t *testing.T) {
 	} {
 		r := loginRequest("203.0.113.3")
 		r.AddCookie(ck)
-		if _, err := s.CheckPassword(context.Background(), r, "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
+		if _, err := s.CheckPassword(context.Background(), withDevice(r), "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
 			t.Errorf("%s: %v, want throttled", name, err)
 		}
 	}
@@ -189,13 +200,13 @@ func TestAccountBackOffSparesKnownDevices(t *testing.T) {
 	for i := range MaxFailsPerDevice {
 		r := loginRequest(fmt.Sprintf("192.0.2.%d", i+1))
 		r.AddCookie(cookie)
-		if _, err := s.CheckPassword(context.Background(), r, "jane@example.com", "guess"); !errors.Is(err, ErrBadCredentials) {
+		if _, err := s.CheckPassword(context.Background(), withDevice(r), "jane@example.com", "guess"); !errors.Is(err, ErrBadCredentials) {
 			t.Fatalf("device failure %d: %v", i+1, err)
 		}
 	}
 	r = loginRequest("192.0.2.200")
 	r.AddCookie(cookie)
-	if _, err := s.CheckPassword(context.Background(), r, "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
+	if _, err := s.CheckPassword(context.Background(), withDevice(r), "jane@example.com", "right-password"); !errors.Is(err, ErrThrottled) {
 		t.Errorf("after %d failures on the device: %v, want throttled", MaxFailsPerDevice, err)
 	}
 	c.t = c.t.Add(AccountThrottleWindow)
@@ -302,14 +313,14 @@ func TestEveryAttemptCostsTheSameWork(t *testing.T) {
 		}
 		cv.take()
 		err := login(s, "10.0.10.1", email, "wrong")
-		var he *httpx.Error
+		var he *ThrottledError
 		if !errors.Is(err, ErrThrottled) || !errors.As(err, &he) {
 			t.Fatalf("%s: %v, want throttled", email, err)
 		}
 		if calls, _ := cv.take(); calls != 0 {
 			t.Errorf("%s: a throttled attempt verified %d hashes, want 0", email, calls)
 		}
-		answers[email] = fmt.Sprint(he.Status, he.Code, he.Description, he.Header)
+		answers[email] = fmt.Sprint(*he)
 	}
 	if answers["jane@example.com"] != answers["nobody@example.com"] || answers["jane@example.com"] != answers["pbkdf2@example.com"] {
 		t.Errorf("throttled answers differ by account: %v", answers)

@@ -48,7 +48,7 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 	// The guessing throttle of every user code entry (oauth.GuessUserCode):
 	// wrong codes are counted per address, a valid one is never refused
 	// for the misses of others.
-	d, err := p.OAuth.GuessUserCode(ctx, r, code)
+	d, err := p.OAuth.GuessUserCode(ctx, p.facts(r), code)
 	var refused *throttle.Refused
 	switch {
 	case errors.As(err, &refused):
@@ -57,7 +57,7 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 			Action: oauth.PathDeviceVerification, CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: t["device.throttled"]})
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeUnknown):
-		_ = p.OAuth.Events.RecordOAuth(ctx, p.OAuth.EventSink(), r, events.OAuth{Type: oauth.EventDeviceUserCodeWrong})
+		p.OAuth.Events.ObserveOAuth(ctx, p.Store.EventSink(), p.facts(r), events.OAuth{Type: events.DeviceUserCodeWrong})
 		p.render(w, http.StatusBadRequest, "device_status.html", &pageData{Lang: lang, T: t, Status: "invalid"})
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeExpired):

@@ -17,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -171,17 +172,18 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
 	}
 	id, ar, client, t, lang := f.id, f.ar, f.client, f.t, f.lang
 	email := r.PostForm.Get("email")
-	person, err := p.Identity.CheckPassword(r.Context(), r, email, r.PostForm.Get("password"))
+	facts := p.facts(r)
+	if c, err := r.Cookie(identity.DeviceCookie); err == nil {
+		facts.DeviceCookie = c.Value // the known-device counter (identity.DeviceCookie)
+	}
+	person, err := p.Identity.CheckPassword(r.Context(), facts, email, r.PostForm.Get("password"))
 	if err != nil {
-		var he *httpx.Error
-		if !errors.As(err, &he) {
+		status, msg, ok := loginRefusal(w, err)
+		if !ok {
 			return err
 		}
-		for k, v := range he.Header { // Retry-After of a throttled login
-			w.Header().Set(k, v)
-		}
-		p.render(w, he.Status, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
-			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Email: email, Error: he.Description})
+		p.render(w, status, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
+			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Email: email, Error: msg})
 		return nil
 	}
 	// This browser now counts as the account's known device: failures
@@ -193,6 +195,24 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
 	}
 	return p.next(w, r, id, ar, client, &sess, false)
 }
+
+// loginRefusal maps identity's refusal of a login to the page's answer:
+// its status and the text shown, neither telling whether the account
+// exists. ok is false for any other error (a 500).
+func loginRefusal(w http.ResponseWriter, err error) (status int, msg string, ok bool) {
+	var te *identity.ThrottledError
+	switch {
+	case errors.As(err, &te):
+		w.Header().Set("Retry-After", httpx.RetryAfter(te.RetryAfter))
+		return http.StatusTooManyRequests, "Too many failed attempts. Wait a few minutes and try again.", true
+	case errors.Is(err, identity.ErrBadCredentials):
+		return http.StatusUnauthorized, "The email address or password is wrong.", true
+	}
+	return 0, "", false
+}
+
+// facts are the request facts the services take.
+func (p *Pages) facts(r *http.Request) request.Facts { return request.Of(r).At(p.Now()) }
 
 // postedForm is a hosted form post whose pending request was loaded and
 // whose CSRF token was checked.
@@ -274,7 +294,7 @@ func (p *Pages) follow(w http.ResponseWriter, r *http.Request, id string, ar *oa
 				return err
 			}
 		}
-		to, err := p.OAuth.Complete(r.Context(), r, client, ar, a)
+		to, err := p.OAuth.Complete(r.Context(), p.facts(r), client, ar, a)
 		if err != nil {
 			return err
 		}
@@ -296,7 +316,7 @@ func (p *Pages) refuse(w http.ResponseWriter, r *http.Request, id string, ar *oa
 	}
 	if ar.DeviceUserCode != "" {
 		// The device hears access_denied at its next poll.
-		if err := p.OAuth.DenyDevice(r.Context(), r, ar.DeviceUserCode, ""); err != nil {
+		if err := p.OAuth.DenyDevice(r.Context(), p.facts(r), ar.DeviceUserCode, ""); err != nil {
 			http.Redirect(w, r, oauth.DeviceStatusURL(oauth.DeviceStatus(err)), http.StatusSeeOther)
 			return nil
 		}
@@ -365,12 +385,11 @@ func (p *Pages) TOTP(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Identity.CheckTOTP(r.Context(), r, person, r.PostForm.Get("code")); err != nil {
-		var he *httpx.Error
-		if !errors.As(err, &he) {
+	if err := p.Identity.CheckTOTP(r.Context(), p.facts(r), person, r.PostForm.Get("code")); err != nil {
+		if !errors.Is(err, identity.ErrBadTOTP) {
 			return err
 		}
-		p.render(w, he.Status, "totp.html", &pageData{Lang: f.lang, T: f.t, Action: PathTOTP, Request: f.id,
+		p.render(w, http.StatusUnauthorized, "totp.html", &pageData{Lang: f.lang, T: f.t, Action: PathTOTP, Request: f.id,
 			CSRF: p.csrfToken(w, r, f.id), ClientName: displayName(f.client), Error: f.t["totp.wrong"]})
 		return nil
 	}
@@ -454,7 +473,7 @@ func (p *Pages) Consent(w http.ResponseWriter, r *http.Request) error {
 		// before the step-up is done issues nothing.
 		return p.next(w, r, id, ar, client, &sess, true)
 	case "deny":
-		to := p.OAuth.DenyRedirect(r.Context(), r, client, ar, sess.PersonID)
+		to := p.OAuth.DenyRedirect(r.Context(), p.facts(r), client, ar, sess.PersonID)
 		if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
 			return err
 		}

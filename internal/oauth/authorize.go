@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -84,7 +84,7 @@ var (
 
 // responseTypes maps each response_type the authorization endpoint answers
 // to the grant a client must list to use it (the metadata lists its keys).
-var responseTypes = map[string]string{"code": config.GrantAuthorizationCode, "token": config.GrantImplicit}
+var responseTypes = map[string]string{"code": client.GrantAuthorizationCode, "token": client.GrantImplicit}
 
 // CodeChallengeMethods are the PKCE methods every client may use (RFC 7636
 // section 4.2). plain is refused unless a client opts in with
@@ -167,7 +167,7 @@ func ParseAuthorizeRequest(client store.Client, q url.Values) (*AuthorizeRequest
 
 	ar.CodeChallenge = q.Get("code_challenge")
 	ar.CodeChallengeMethod = q.Get("code_challenge_method")
-	public := client.TokenEndpointAuthMethod == config.AuthNone
+	public := isPublic(client)
 	switch {
 	case ar.ResponseType == "token":
 		if ar.CodeChallenge != "" {
@@ -257,7 +257,7 @@ func ParseScope(s string) ([]string, string) {
 		if f == "" {
 			continue // tolerate doubled spaces
 		}
-		if !config.ValidScopeToken(f) {
+		if !client.ValidScopeToken(f) {
 			return nil, "The scope parameter holds an invalid scope token."
 		}
 		if !slices.Contains(out, f) {

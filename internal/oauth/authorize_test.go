@@ -7,22 +7,22 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
 const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 
 func confidential() store.Client {
-	return store.Client{ID: "web", TokenEndpointAuthMethod: config.AuthClientSecretBasic,
+	return store.Client{ID: "web", TokenEndpointAuthMethod: client.AuthClientSecretBasic,
 		RedirectURIs: []string{"https://app.example/cb", "https://app.example/cb2?x=1"},
-		GrantTypes:   []string{config.GrantAuthorizationCode}, Scopes: []string{"read", "write"}}
+		GrantTypes:   []string{client.GrantAuthorizationCode}, Scopes: []string{"read", "write"}}
 }
 
 func public() store.Client {
-	return store.Client{ID: "spa", TokenEndpointAuthMethod: config.AuthNone,
+	return store.Client{ID: "spa", TokenEndpointAuthMethod: client.AuthNone,
 		RedirectURIs: []string{"https://spa.example/cb"},
-		GrantTypes:   []string{config.GrantAuthorizationCode}, Scopes: []string{"read"}}
+		GrantTypes:   []string{client.GrantAuthorizationCode}, Scopes: []string{"read"}}
 }
 
 func TestParseAuthorizeRequestRefusals(t *testing.T) {
@@ -54,7 +54,7 @@ func TestParseAuthorizeRequestRefusals(t *testing.T) {
 		{"bad language", confidential(), base + "&language=english", ErrInvalidRequest, true},
 		{"bad hook key", confidential(), base + "&hook_context_custom_param.a%20b=1", ErrInvalidRequest, true},
 		{"oversized parameter", confidential(), base + "&app_view=" + strings.Repeat("x", 3000), ErrInvalidRequest, true},
-		{"client without the code grant", store.Client{ID: "m2m", RedirectURIs: []string{"https://m.example/cb"}, GrantTypes: []string{config.GrantClientCredentials}}, "response_type=code", ErrUnauthorizedClient, true},
+		{"client without the code grant", store.Client{ID: "m2m", RedirectURIs: []string{"https://m.example/cb"}, GrantTypes: []string{client.GrantClientCredentials}}, "response_type=code", ErrUnauthorizedClient, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 )
@@ -26,16 +27,17 @@ type Pages interface {
 // Authorize is GET /oauth/authorize (RFC 6749 section 4.1.1).
 func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
+	f := s.facts(r)
 	q := r.URL.Query()
 	clientID := q.Get("client_id")
 	if clientID == "" || len(q["client_id"]) > 1 {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.AuthzRequestInvalidClient})
+		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient})
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The request names no client, so it cannot go back to the application.")
 		return nil
 	}
 	client, err := s.Store.GetClient(ctx, clientID)
 	if errors.Is(err, store.ErrNotFound) {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.AuthzRequestInvalidClient, ClientID: truncateID(clientID)})
+		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient, ClientID: truncateID(clientID)})
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The application that sent you here is not known.")
 		return nil
 	}
@@ -44,7 +46,7 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	}
 	ar, aerr := ParseAuthorizeRequest(client, q)
 	if aerr != nil {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
 		if !aerr.Redirect {
 			s.Pages.ErrorPage(w, r, http.StatusBadRequest, aerr.Description)
 			return nil
@@ -60,7 +62,7 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if a, ok := d.Approved(); ok {
-			to, err := s.Complete(ctx, r, client, ar, a)
+			to, err := s.Complete(ctx, f, client, ar, a)
 			if err != nil {
 				return err
 			}
@@ -177,7 +179,7 @@ var errNotApproved = errors.New("oauth: issuance without an approval")
 // code, the token of the deprecated implicit flow, or the device's approval
 // — records it, and returns the URL to send the browser to. Only
 // authflow.Decide makes an approval.
-func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, a authflow.Approval) (string, error) {
+func (s *Service) Complete(ctx context.Context, f request.Facts, client store.Client, ar *AuthorizeRequest, a authflow.Approval) (string, error) {
 	if a.Subject() == "" {
 		return "", errNotApproved
 	}
@@ -187,15 +189,18 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 	}
 	now := s.Now().UTC()
 	if ar.DeviceUserCode != "" {
-		if err := s.ApproveDevice(ctx, r, ar.DeviceUserCode, a, "browser"); err != nil {
+		if err := s.ApproveDevice(ctx, f, ar.DeviceUserCode, a, "browser"); err != nil {
 			return DeviceStatusURL(DeviceStatus(err)), nil
 		}
 		return DeviceStatusURL("approved"), nil
 	}
 	if ar.ResponseType == "token" {
-		return s.completeImplicit(ctx, r, client, ar, a, data)
+		return s.completeImplicit(ctx, f, client, ar, a, data)
 	}
-	code, hash := s.Hasher.Mint(token.AuthCode)
+	code, hash, err := s.tokens().Mint(token.AuthCode, token.Claims{})
+	if err != nil {
+		return "", err
+	}
 	redirect := ""
 	if ar.RedirectURISent {
 		redirect = ar.RedirectURI
@@ -208,7 +213,7 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 		}); err != nil {
 			return err
 		}
-		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.AuthzRequestGrantCreated,
+		return s.Events.RecordOAuth(ctx, tx, f, events.OAuth{Type: events.AuthzRequestGrantCreated,
 			ClientID: client.ID, AppName: client.Name, UserID: a.Subject()})
 	})
 	if errors.Is(err, errPersonInactive) {
@@ -224,7 +229,7 @@ func (s *Service) Complete(ctx context.Context, r *http.Request, client store.Cl
 	return addQuery(ar.RedirectURI, v), nil
 }
 
-func (s *Service) completeImplicit(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, a authflow.Approval, data []byte) (string, error) {
+func (s *Service) completeImplicit(ctx context.Context, f request.Facts, client store.Client, ar *AuthorizeRequest, a authflow.Approval, data []byte) (string, error) {
 	var resp *TokenResponse
 	err := s.Store.Tx(ctx, func(tx store.Store) error {
 		var err error
@@ -233,7 +238,7 @@ func (s *Service) completeImplicit(ctx context.Context, r *http.Request, client 
 		if err != nil {
 			return err
 		}
-		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: events.AuthzRequestTokenCreated,
+		return s.Events.RecordOAuth(ctx, tx, f, events.OAuth{Type: events.AuthzRequestTokenCreated,
 			ClientID: client.ID, AppName: client.Name, UserID: a.Subject()})
 	})
 	if errors.Is(err, errPersonInactive) {
@@ -287,14 +292,14 @@ func DeviceStatus(err error) string {
 }
 
 // DenyRedirect answers access_denied to the client (the person said no).
-func (s *Service) DenyRedirect(ctx context.Context, r *http.Request, client store.Client, ar *AuthorizeRequest, personID string) string {
+func (s *Service) DenyRedirect(ctx context.Context, f request.Facts, client store.Client, ar *AuthorizeRequest, personID string) string {
 	if ar.DeviceUserCode != "" {
-		if err := s.DenyDevice(ctx, r, ar.DeviceUserCode, personID); err != nil {
+		if err := s.DenyDevice(ctx, f, ar.DeviceUserCode, personID); err != nil {
 			return DeviceStatusURL(DeviceStatus(err))
 		}
 		return DeviceStatusURL("denied")
 	}
-	s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.AuthzRequestDenied, ClientID: client.ID, AppName: client.Name, UserID: personID})
+	s.record(ctx, f, events.OAuth{Type: events.AuthzRequestDenied, ClientID: client.ID, AppName: client.Name, UserID: personID})
 	return s.ErrorRedirect(ar, &AuthorizeError{Code: ErrAccessDenied, Description: "The person denied the request.",
 		Redirect: true, RedirectURI: ar.RedirectURI, State: ar.State})
 }

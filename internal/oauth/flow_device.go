@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
-	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/throttle"
 	"github.com/latchkey/latchkey/internal/token"
@@ -35,21 +35,6 @@ const (
 	errSlowDown        = "slow_down"
 	errExpiredToken    = "expired_token"
 	errAlreadyApproved = "already_authorized"
-)
-
-// Device flow events (shared/spec/oauth-event-types.txt and ours).
-const (
-	EventDeviceCodeCreated      = "DEVICE_AUTHZ_REQUEST_DEVICE_CODE_CREATED"
-	EventDeviceRequestInvalid   = "DEVICE_AUTHZ_REQUEST_INVALID"
-	EventDeviceInvalidClient    = "DEVICE_AUTHZ_REQUEST_INVALID_CLIENT"
-	EventDeviceScopeInvalid     = "DEVICE_AUTHZ_REQUEST_SCOPE_INVALID"
-	EventDeviceGrantCreated     = "AUTHZ_REQUEST_DEVICE_GRANT_CREATED"
-	EventDeviceTokenCreated     = "TOKEN_REQUEST_DEVICE_CODE_ACCESS_TOKEN_CREATED"
-	EventDeviceApprovedInApp    = "DEVICE_AUTHZ_APPROVED_IN_APP"     // latchkey's own
-	EventDeviceDenied           = "DEVICE_AUTHZ_DENIED"              // latchkey's own
-	EventDeviceUserCodeWrong    = "DEVICE_AUTHZ_USER_CODE_INVALID"   // latchkey's own
-	EventDeviceUserCodeThrottle = "DEVICE_AUTHZ_USER_CODE_THROTTLED" // latchkey's own
-	EventDeviceExpired          = "DEVICE_AUTHZ_EXPIRED"             // latchkey's own
 )
 
 func (s *Service) deviceLifetime() time.Duration {
@@ -119,7 +104,12 @@ type DeviceResponse struct {
 
 // DeviceAuthorization is POST /oauth/device_authorization.
 func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) error {
+	return answer(s.deviceAuthorization(w, r))
+}
+
+func (s *Service) deviceAuthorization(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
+	f := s.facts(r)
 	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
 		return err
 	}
@@ -128,19 +118,19 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if form["client_id"] == "" && r.Header.Get("Authorization") == "" {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceRequestInvalid})
-		return badRequest(ErrInvalidRequest, "The client_id parameter is required.")
+		s.record(ctx, f, events.OAuth{Type: events.DeviceRequestInvalid})
+		return newError(ErrInvalidRequest, "The client_id parameter is required.")
 	}
 	// Public clients send only client_id; confidential clients authenticate
 	// (RFC 8628 section 3.1, RFC 6749 section 3.2.1).
 	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathDevice)
 	if err != nil {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: truncateID(form["client_id"])})
+		s.record(ctx, f, events.OAuth{Type: events.DeviceInvalidClient, ClientID: truncateID(form["client_id"])})
 		return clientError(err)
 	}
-	if !allowsGrant(client, config.GrantDeviceCode) {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
-		return badRequest(ErrUnauthorizedClient, "The client may not use the device flow.")
+	if !mayUseDeviceFlow(client) {
+		s.record(ctx, f, events.OAuth{Type: events.DeviceInvalidClient, ClientID: client.ID, AppName: client.Name})
+		return newError(ErrUnauthorizedClient, "The client may not use the device flow.")
 	}
 	requested, desc := ParseScope(form["scope"])
 	var scopes []string
@@ -148,14 +138,17 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		scopes, desc = AllowedScopes(client, requested)
 	}
 	if desc != "" {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
-		return badRequest(ErrInvalidScope, desc)
+		s.record(ctx, f, events.OAuth{Type: events.DeviceScopeInvalid, ClientID: client.ID, AppName: client.Name})
+		return newError(ErrInvalidScope, desc)
 	}
 	if len(form["idp"]) > maxParamLen {
-		return badRequest(ErrInvalidRequest, "The idp parameter is too long.")
+		return newError(ErrInvalidRequest, "The idp parameter is too long.")
 	}
 	now := s.Now().UTC()
-	value, hash := s.Hasher.Mint(token.DeviceCode)
+	value, hash, err := s.tokens().Mint(token.DeviceCode, token.Claims{})
+	if err != nil {
+		return err
+	}
 	d := store.DeviceCode{Hash: hash, ClientID: client.ID, Scopes: scopes, IDP: form["idp"], Interval: deviceInterval,
 		Status: store.DevicePending, CreatedAt: now, ExpiresAt: now.Add(s.deviceLifetime())}
 	// A user code collides with a live one with probability n/20^8; retry a few times.
@@ -165,7 +158,7 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 			if err := tx.CreateDeviceCode(ctx, d); err != nil {
 				return err
 			}
-			return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: EventDeviceCodeCreated, ClientID: client.ID, AppName: client.Name})
+			return s.Events.RecordOAuth(ctx, tx, f, events.OAuth{Type: events.DeviceCodeCreated, ClientID: client.ID, AppName: client.Name})
 		})
 		if !errors.Is(err, store.ErrConflict) || attempt == 4 {
 			break
@@ -182,92 +175,6 @@ func (s *Service) DeviceAuthorization(w http.ResponseWriter, r *http.Request) er
 		ExpiresIn:               int64(s.deviceLifetime() / time.Second), Interval: deviceInterval,
 	})
 	return nil
-}
-
-// pollOutcome is what a poll decided inside the locked update.
-type pollOutcome int
-
-const (
-	pollPending pollOutcome = iota
-	pollSlowDown
-	pollIssue
-)
-
-// pollDevice is the device_code grant (RFC 8628 section 3.4 and 3.5).
-func (s *Service) pollDevice(r *http.Request, client store.Client, form map[string]string) (*TokenResponse, error) {
-	ctx := r.Context()
-	if form["device_code"] == "" {
-		return nil, badRequest(ErrInvalidRequest, "The device_code parameter is required.")
-	}
-	hash := s.Hasher.HashOf(token.DeviceCode, form["device_code"])
-	now := s.Now().UTC()
-	var outcome pollOutcome
-	var resp *TokenResponse
-	inactive := false
-	// One transaction marks the code used and mints its tokens, as the code
-	// exchange does: a failure in between rolls both back, and the person's
-	// approval waits for the next poll instead of being lost.
-	err := s.Store.Tx(ctx, func(tx store.Store) error {
-		d, err := tx.UpdateDeviceCode(ctx, hash, func(d store.DeviceCode) (store.DeviceCode, error) {
-			switch {
-			case d.ClientID != client.ID:
-				return d, badRequest(ErrInvalidGrant, "The device code is invalid.")
-			case d.Status == store.DeviceUsed:
-				return d, badRequest(ErrInvalidGrant, "The device code was already used.")
-			case !now.Before(d.ExpiresAt):
-				return d, badRequest(errExpiredToken, "The device code has expired.")
-			case d.Status == store.DeviceDenied:
-				return d, badRequest(ErrAccessDenied, "The person denied the request.")
-			case d.Status == store.DeviceApproved:
-				d.Status, outcome = store.DeviceUsed, pollIssue
-				return d, nil
-			}
-			// The interval is the time between polls (RFC 8628 sections 3.2
-			// and 3.5): the first poll has none before it and is never too fast.
-			last := d.LastPolledAt
-			d.LastPolledAt = now
-			if !last.IsZero() && now.Sub(last) < time.Duration(d.Interval)*time.Second {
-				d.Interval += slowDownStep
-				outcome = pollSlowDown
-			}
-			return d, nil
-		})
-		if err != nil || outcome != pollIssue {
-			return err
-		}
-		var g store.Grant
-		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: d.Subject, scopes: d.Scopes, requested: d.Scopes,
-			authLevel: d.AuthLevel, amr: d.AMR, refresh: allowsGrant(client, config.GrantRefreshToken)})
-		if errors.Is(err, errPersonInactive) {
-			// The person who approved was blocked or deleted since: commit
-			// the code as used (the approval is spent) and issue nothing.
-			inactive = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: EventDeviceTokenCreated, ClientID: client.ID,
-			AppName: client.Name, UserID: d.Subject, TransactionID: g.ID})
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, badRequest(ErrInvalidGrant, "The device code is invalid.")
-	case err != nil:
-		var he *httpx.Error
-		if errors.As(err, &he) && he.Code == errExpiredToken {
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceExpired, ClientID: client.ID, AppName: client.Name})
-		}
-		return nil, err
-	case inactive:
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceDenied, ClientID: client.ID, AppName: client.Name})
-		return nil, badRequest(ErrAccessDenied, "The account that approved the device cannot sign in.")
-	case outcome == pollPending:
-		return nil, badRequest(errAuthzPending, "The authorization request is still pending")
-	case outcome == pollSlowDown:
-		return nil, badRequest(errSlowDown, "Polling too fast: wait the interval between requests.")
-	}
-	return resp, nil
 }
 
 // ErrDeviceCodeGone: the user code is unknown, used, or expired.
@@ -299,23 +206,23 @@ func (s *Service) LookupUserCode(ctx context.Context, userCode string) (store.De
 
 // ApproveDevice approves a pending device authorization for the person of
 // an approval (authflow's decision); by is "browser" or "app".
-func (s *Service) ApproveDevice(ctx context.Context, r *http.Request, userCode string, a authflow.Approval, by string) error {
+func (s *Service) ApproveDevice(ctx context.Context, f request.Facts, userCode string, a authflow.Approval, by string) error {
 	if a.Subject() == "" {
 		return errNotApproved
 	}
-	return s.decideDevice(ctx, r, userCode, by, func(d *store.DeviceCode) {
+	return s.decideDevice(ctx, f, userCode, by, func(d *store.DeviceCode) {
 		d.Status, d.Subject, d.AuthLevel, d.AMR, d.ApprovedBy = store.DeviceApproved, a.Subject(), a.Level(), a.AMR(), by
 	})
 }
 
 // DenyDevice records that the person said no: the device's next poll
 // answers access_denied.
-func (s *Service) DenyDevice(ctx context.Context, r *http.Request, userCode, subject string) error {
-	return s.decideDevice(ctx, r, userCode, "", func(d *store.DeviceCode) { d.Status, d.Subject = store.DeviceDenied, subject })
+func (s *Service) DenyDevice(ctx context.Context, f request.Facts, userCode, subject string) error {
+	return s.decideDevice(ctx, f, userCode, "", func(d *store.DeviceCode) { d.Status, d.Subject = store.DeviceDenied, subject })
 }
 
 // decideDevice applies decide to a pending device authorization.
-func (s *Service) decideDevice(ctx context.Context, r *http.Request, userCode, by string, decide func(*store.DeviceCode)) error {
+func (s *Service) decideDevice(ctx context.Context, f request.Facts, userCode, by string, decide func(*store.DeviceCode)) error {
 	d, err := s.LookupUserCode(ctx, userCode)
 	if err != nil {
 		return err
@@ -334,21 +241,26 @@ func (s *Service) decideDevice(ctx context.Context, r *http.Request, userCode, b
 	if err != nil {
 		return err
 	}
-	typ := EventDeviceDenied
+	typ := events.DeviceDenied
 	switch {
 	case d.Status == store.DeviceApproved && by == "app":
-		typ = EventDeviceApprovedInApp
+		typ = events.DeviceApprovedInApp
 	case d.Status == store.DeviceApproved:
-		typ = EventDeviceGrantCreated
+		typ = events.DeviceGrantCreated
 	}
-	s.record(ctx, s.EventSink(), r, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: d.Subject})
+	s.record(ctx, f, events.OAuth{Type: typ, ClientID: d.ClientID, UserID: d.Subject})
 	return nil
 }
 
 // Approve is POST /oauth/device_authorization/approve?user_code=...: an app
 // approves a device for its own person with its access token.
 func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
+	return answer(s.approve(w, r))
+}
+
+func (s *Service) approve(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
+	f := s.facts(r)
 	userCode := r.URL.Query().Get("user_code")
 	bearer := ""
 	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
@@ -360,11 +272,11 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 		return e
 	}
 	if userCode == "" {
-		return badRequest(ErrInvalidRequest, "The user_code parameter is required.")
+		return newError(ErrInvalidRequest, "The user_code parameter is required.")
 	}
-	t, g, err := s.Store.GetTokenGrant(ctx, s.Hasher.HashOf(token.AccessToken, bearer))
-	now := s.Now()
-	if errors.Is(err, store.ErrNotFound) || err == nil && (!t.Active(g, now) || t.Kind != store.KindAccess) {
+	found, err := token.Active(ctx, s.tokens(), s.Store, token.AccessToken, bearer, f.Time)
+	t, g := found.Token, found.Grant
+	if errors.Is(err, token.ErrInactive) {
 		e := oauthError(http.StatusUnauthorized, "invalid_token", "The access token is not active.")
 		e.Header = map[string]string{"WWW-Authenticate": `Bearer realm="latchkey", error="invalid_token"`}
 		return e
@@ -375,7 +287,7 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 	if !slices.Contains(t.Scopes, DeviceApproveScope) || t.Subject == "" {
 		return oauthError(http.StatusForbidden, ErrAccessDenied, "The access token does not carry "+DeviceApproveScope+" for a person.")
 	}
-	d, err := s.GuessUserCode(ctx, r, userCode) // the verification page's guessing throttle
+	d, err := s.GuessUserCode(ctx, f, userCode) // the verification page's guessing throttle
 	if err == nil {
 		if err := s.mayApproveFor(ctx, t.ClientID, d.ClientID); err != nil {
 			return err
@@ -387,7 +299,7 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 		}
 		var a authflow.Approval
 		if a, err = s.inAppApproval(ctx, g, d); err == nil {
-			err = s.ApproveDevice(ctx, r, userCode, a, "app")
+			err = s.ApproveDevice(ctx, f, userCode, a, "app")
 		}
 	}
 	var refused *throttle.Refused
@@ -395,11 +307,11 @@ func (s *Service) Approve(w http.ResponseWriter, r *http.Request) error {
 	case errors.As(err, &refused):
 		return httpx.TooManyRequests("too_many_attempts", "Too many wrong user codes. Wait and try again.", refused.RetryAfter)
 	case errors.Is(err, ErrUserCodeUnknown):
-		return badRequest(ErrInvalidGrant, "The user code is invalid.")
+		return newError(ErrInvalidGrant, "The user code is invalid.")
 	case errors.Is(err, ErrUserCodeExpired):
-		return badRequest(errExpiredToken, "The user code has expired.")
+		return newError(errExpiredToken, "The user code has expired.")
 	case errors.Is(err, ErrUserCodeDecided):
-		return badRequest(errAlreadyApproved, "The device was already authorized.")
+		return newError(errAlreadyApproved, "The device was already authorized.")
 	case err != nil:
 		return err
 	}

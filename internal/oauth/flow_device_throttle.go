@@ -3,11 +3,10 @@ package oauth
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/throttle"
 )
@@ -39,7 +38,7 @@ const globalUserCodeKey = "device:global"
 // before the lookup (concurrent guesses cannot pass the limit); an entry
 // that names a code, valid or not, gives its reservation back: only misses
 // are counted.
-func (s *Service) GuessUserCode(ctx context.Context, r *http.Request, userCode string) (store.DeviceCode, error) {
+func (s *Service) GuessUserCode(ctx context.Context, f request.Facts, userCode string) (store.DeviceCode, error) {
 	now := s.Now()
 	max := MaxWrongCodesPerIP
 	misses, _, err := s.Store.Count(ctx, globalUserCodeKey, GlobalThrottleWindow, now)
@@ -49,10 +48,10 @@ func (s *Service) GuessUserCode(ctx context.Context, r *http.Request, userCode s
 	if misses >= MaxWrongCodesGlobal {
 		max = MaxWrongCodesPerIPUnderAttack
 	}
-	addr := throttle.Limit{Key: "device:ip:" + clientaddr.Key(r), Max: max, Window: DeviceThrottleWindow}
+	addr := throttle.Limit{Key: "device:ip:" + f.AddrKey(), Max: max, Window: DeviceThrottleWindow}
 	if err := throttle.Reserve(ctx, s.Store, now, addr); err != nil {
 		if errors.As(err, new(*throttle.Refused)) {
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventDeviceUserCodeThrottle})
+			s.record(ctx, f, events.OAuth{Type: events.DeviceUserCodeThrottled})
 		}
 		return store.DeviceCode{}, err
 	}

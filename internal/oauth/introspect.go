@@ -8,21 +8,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 	"github.com/latchkey/latchkey/internal/webhook"
-)
-
-// Introspection events (shared/spec/oauth-event-types.txt and ours).
-const (
-	EventIntrospectionSuccess   = "TOKEN_INTROSPECTION_SUCCESS"
-	EventIntrospectionFailed    = "TOKEN_INTROSPECTION_FAILED"
-	EventIntrospectionExhausted = "TOKEN_INTROSPECTION_USAGE_LIMIT_EXCEEDED" // latchkey's own
-	EventWebhookFailed          = "WEBHOOK_CALL_FAILED"                      // latchkey's own
-	EventGroupPoliciesFailed    = "GROUP_PERMISSIONS_API_FAILED"             // latchkey's own
 )
 
 // Details configures the person-related members of introspection.
@@ -38,6 +30,7 @@ var inactive = map[string]bool{"active": false}
 
 // Introspect is POST /oauth/api/v2/token/introspect (RFC 7662).
 func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
+	f := s.facts(r)
 	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
 		return err
 	}
@@ -47,7 +40,7 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 	}
 	caller, _, err := s.Clients.Authenticate(r, s.Issuer+PathIntrospect)
 	if err != nil {
-		s.record(r.Context(), s.Store, r, events.OAuth{Type: EventIntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
+		s.record(r.Context(), f, events.OAuth{Type: events.IntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
 		he := clientError(err)
 		var e *httpx.Error
 		if errors.As(he, &e) && e.Status != http.StatusTooManyRequests {
@@ -56,24 +49,24 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 		}
 		return he
 	}
-	if caller.TokenEndpointAuthMethod == config.AuthNone {
+	if client.IsPublic(caller) {
 		// RFC 7662 section 2.1: only an authenticated client may ask; a
 		// public client has nothing to authenticate with.
-		s.record(r.Context(), s.Store, r, events.OAuth{Type: EventIntrospectionFailed, ClientID: caller.ID})
+		s.record(r.Context(), f, events.OAuth{Type: events.IntrospectionFailed, ClientID: caller.ID})
 		return oauthError(http.StatusUnauthorized, ErrInvalidClient, "A public client cannot introspect tokens.")
 	}
 	if form["token"] == "" {
-		return badRequest(ErrInvalidRequest, "The token parameter is required.")
+		return answer(newError(ErrInvalidRequest, "The token parameter is required."))
 	}
 	refresh := false
 	if v := form["refresh_user_details"]; v != "" {
 		if refresh, err = strconv.ParseBool(v); err != nil {
-			return badRequest(ErrInvalidRequest, "refresh_user_details must be true or false.")
+			return answer(newError(ErrInvalidRequest, "refresh_user_details must be true or false."))
 		}
 	}
-	body, err := s.IntrospectToken(r, caller, form["token"], refresh)
+	body, err := s.IntrospectToken(r.Context(), f, caller, form["token"], refresh)
 	if err != nil {
-		return err
+		return answer(err)
 	}
 	httpx.NoStore(w)
 	httpx.WriteJSON(w, http.StatusOK, body)
@@ -83,37 +76,33 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 // IntrospectToken answers for value: the active members, or {"active":false}
 // for an unknown, expired, revoked or exhausted token. Each active answer
 // for a token with a usage limit counts one use.
-func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value string, refreshDetails bool) (any, error) {
-	ctx := r.Context()
-	now := s.Now()
+func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller store.Client, value string, refreshDetails bool) (any, error) {
 	fail := func(reason string) (any, error) {
-		s.record(ctx, s.EventSink(), r, events.OAuth{Type: reason, ClientID: caller.ID, AppName: caller.Name})
+		s.record(ctx, f, events.OAuth{Type: reason, ClientID: caller.ID, AppName: caller.Name})
 		return inactive, nil
 	}
 	kind := token.AccessToken
 	if strings.HasPrefix(value, token.RefreshToken.Prefix) {
 		kind = token.RefreshToken
 	}
-	hash := s.Hasher.HashOf(kind, value)
-	t, g, err := s.Store.GetTokenGrant(ctx, hash)
+	found, err := token.Active(ctx, s.tokens(), s.Store, kind, value, f.Time)
+	t, g, hash := found.Token, found.Grant, found.Key
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return fail(EventIntrospectionFailed)
+	case errors.Is(err, token.ErrInactive):
+		return fail(events.IntrospectionFailed) // a revoked grant's tokens spend no uses
 	case err != nil:
 		return nil, err
-	case !t.Active(g, now):
-		return fail(EventIntrospectionFailed) // a revoked grant's tokens spend no uses
 	case t.ClientID != caller.ID && !caller.IntrospectAnyToken:
 		// RFC 7662 section 4: a client sees its own tokens; only a resource
 		// server the operator named sees others'. Decided before a use is
 		// counted, so a foreign caller cannot spend a token's usage limit.
-		return fail(EventIntrospectionFailed)
+		return fail(events.IntrospectionFailed)
 	}
 	if t.UsageLimit > 0 && t.Kind == store.KindAccess {
 		// One atomic conditional increment: exactly usage_limit answers are active.
 		t, err = s.Store.CountTokenUse(ctx, hash)
 		if errors.Is(err, store.ErrConflict) {
-			return fail(EventIntrospectionExhausted)
+			return fail(events.IntrospectionExhausted)
 		}
 		if err != nil {
 			return nil, err
@@ -121,7 +110,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 	}
 	client, err := s.client(ctx, t.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(EventIntrospectionFailed) // the client was removed: its tokens die with it
+		return fail(events.IntrospectionFailed) // the client was removed: its tokens die with it
 	}
 	if err != nil {
 		return nil, err
@@ -151,7 +140,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 		out.UsageCount = &t.UsageCount
 	}
 	if t.Subject != "" {
-		details, err := s.userDetails(r, g, data, refreshDetails)
+		details, err := s.userDetails(ctx, f, g, data, refreshDetails)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +155,7 @@ func (s *Service) IntrospectToken(r *http.Request, caller store.Client, value st
 			}
 		}
 	}
-	s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventIntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
+	s.record(ctx, f, events.OAuth{Type: events.IntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
 		UserID: t.Subject, TransactionID: g.ID})
 	return out, nil
 }
@@ -220,11 +209,10 @@ func (in *introspection) MarshalJSON() ([]byte, error) {
 // userDetails returns the grant's cached user details, loading them (from
 // the person store, then through the user details hook) when none are cached
 // or when refresh is asked for.
-func (s *Service) userDetails(r *http.Request, g store.Grant, data grantData, refresh bool) (map[string]any, error) {
+func (s *Service) userDetails(ctx context.Context, f request.Facts, g store.Grant, data grantData, refresh bool) (map[string]any, error) {
 	if data.UserDetails != nil && !refresh {
 		return data.UserDetails, nil
 	}
-	ctx := r.Context()
 	p, err := s.Store.GetPerson(ctx, g.Subject)
 	if errors.Is(err, store.ErrNotFound) {
 		return map[string]any{}, nil
@@ -244,11 +232,11 @@ func (s *Service) userDetails(r *http.Request, g store.Grant, data grantData, re
 			ContextCustomParams: nonNil(data.HookParams)}, &answer)
 		switch {
 		case err != nil && h.FailClosed:
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.record(ctx, f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 			return nil, err
 		case err != nil:
 			s.Log.WarnContext(ctx, "user details hook failed; answering the stored details", "err", err)
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: EventWebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.record(ctx, f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 		default:
 			for k, v := range answer.Claims {
 				if !webhook.Protected(k) {
@@ -325,17 +313,16 @@ func (s *Service) accessTokenHook(ctx context.Context, st store.Store, client st
 	if err := h.Call(ctx, req, &answer); err != nil {
 		// st is the issuing transaction: writing through it (not s.Store)
 		// keeps SQLite's single writer free.
-		s.record(ctx, st, nil, events.OAuth{Type: EventWebhookFailed, ClientID: client.ID, AppName: client.Name, UserID: subject})
+		s.Events.ObserveOAuth(ctx, st.EventSink(), request.Facts{}, events.OAuth{Type: events.WebhookFailed, ClientID: client.ID, AppName: client.Name, UserID: subject})
 		if h.FailClosed {
-			return nil, nil, &httpx.Error{Status: http.StatusInternalServerError, Code: ErrServerError,
-				Description: "The access token could not be issued.", Cause: err}
+			return nil, nil, &Error{Code: ErrServerError, Description: "The access token could not be issued.", Cause: err}
 		}
 		s.Log.WarnContext(ctx, "access token hook failed; issuing without it", "err", err)
 		return scopes, nil, nil
 	}
 	narrowed, err := webhook.ApplyRemoval(scopes, answer.RemoveScopes)
 	if err != nil {
-		return nil, nil, badRequest(ErrInvalidScope, "No scope is left for this token.")
+		return nil, nil, newError(ErrInvalidScope, "No scope is left for this token.")
 	}
 	return narrowed, answer.AdditionalClaims, nil
 }

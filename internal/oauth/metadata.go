@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/httpx"
 )
 
@@ -38,7 +38,7 @@ func (s *Service) Metadata(w http.ResponseWriter, r *http.Request) {
 	grantTypes := slices.Sorted(maps.Keys(grants))
 	responseTypes := slices.Sorted(maps.Keys(responseTypes))
 	if slices.Contains(responseTypes, "token") {
-		grantTypes = append(grantTypes, config.GrantImplicit) // RFC 8414 section 2
+		grantTypes = append(grantTypes, client.GrantImplicit) // RFC 8414 section 2
 	}
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	httpx.WriteJSON(w, http.StatusOK, Metadata{
@@ -51,9 +51,9 @@ func (s *Service) Metadata(w http.ResponseWriter, r *http.Request) {
 		ResponseTypesSupported:            responseTypes,
 		ResponseModesSupported:            []string{"query", "fragment"},
 		GrantTypesSupported:               grantTypes,
-		TokenEndpointAuthMethodsSupported: config.AuthMethods,
+		TokenEndpointAuthMethodsSupported: client.AuthMethods,
 		TokenEndpointAuthSigningAlgs:      SigningAlgs,
-		RevocationEndpointAuthMethods:     config.AuthMethods,
+		RevocationEndpointAuthMethods:     client.AuthMethods,
 		IntrospectionEndpointAuthMethods:  introspectionAuthMethods(),
 		CodeChallengeMethodsSupported:     CodeChallengeMethods,
 		AuthorizationResponseIssParam:     true,
@@ -62,5 +62,5 @@ func (s *Service) Metadata(w http.ResponseWriter, r *http.Request) {
 
 // introspectionAuthMethods leaves out none: public clients may not introspect.
 func introspectionAuthMethods() []string {
-	return slices.DeleteFunc(slices.Clone(config.AuthMethods), func(m string) bool { return m == config.AuthNone })
+	return slices.DeleteFunc(slices.Clone(client.AuthMethods), func(m string) bool { return m == client.AuthNone })
 }

@@ -1,11 +1,13 @@
 package oauth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 )
@@ -13,6 +15,7 @@ import (
 // Revoke is POST /oauth/revoke (RFC 7009). It answers 200 with an empty body
 // also for unknown tokens (section 2.2), so the answer tells an attacker nothing.
 func (s *Service) Revoke(w http.ResponseWriter, r *http.Request) error {
+	f := s.facts(r)
 	if err := httpx.ParseForm(w, r, httpx.MaxFormBytes); err != nil {
 		return err
 	}
@@ -22,15 +25,15 @@ func (s *Service) Revoke(w http.ResponseWriter, r *http.Request) error {
 	}
 	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathRevoke)
 	if err != nil {
-		s.record(r.Context(), s.Store, r, events.OAuth{Type: events.TokenRevokeClientInvalid, ClientID: r.PostForm.Get("client_id")})
+		s.record(r.Context(), f, events.OAuth{Type: events.TokenRevokeClientInvalid, ClientID: r.PostForm.Get("client_id")})
 		return clientError(err)
 	}
 	if form["token"] == "" {
-		s.record(r.Context(), s.Store, r, events.OAuth{Type: events.TokenRevokeInvalidRequest, ClientID: client.ID, AppName: client.Name})
-		return badRequest(ErrInvalidRequest, "The token parameter is required.")
+		s.record(r.Context(), f, events.OAuth{Type: events.TokenRevokeInvalidRequest, ClientID: client.ID, AppName: client.Name})
+		return answer(newError(ErrInvalidRequest, "The token parameter is required."))
 	}
-	if err := s.RevokeToken(r, client, form["token"], form["token_type_hint"]); err != nil {
-		return err
+	if err := s.RevokeToken(r.Context(), f, client, form["token"], form["token_type_hint"]); err != nil {
+		return answer(err)
 	}
 	httpx.NoStore(w)
 	w.WriteHeader(http.StatusOK)
@@ -40,15 +43,14 @@ func (s *Service) Revoke(w http.ResponseWriter, r *http.Request) error {
 // RevokeToken revokes value if client owns it. Revoking a refresh token
 // revokes its whole grant (RFC 7009 section 2.1: the access tokens of the
 // same grant go too); revoking an access token revokes that token.
-func (s *Service) RevokeToken(r *http.Request, client store.Client, value, hint string) error {
-	ctx := r.Context()
+func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store.Client, value, hint string) error {
 	// The hint only decides the lookup order (RFC 7009 section 2.1).
 	kinds := []token.Kind{token.AccessToken, token.RefreshToken}
 	if hint == "refresh_token" {
 		kinds[0], kinds[1] = kinds[1], kinds[0]
 	}
 	for _, k := range kinds {
-		hash := s.Hasher.HashOf(k, value)
+		hash := s.tokens().Key(k, value)
 		t, err := s.Store.GetToken(ctx, hash)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -58,8 +60,8 @@ func (s *Service) RevokeToken(r *http.Request, client store.Client, value, hint 
 		}
 		if t.ClientID != client.ID {
 			// RFC 7009 section 2.1: a client may revoke only tokens issued to it.
-			s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
-			return badRequest(ErrUnauthorizedClient, "The token was not issued to this client.")
+			s.record(ctx, f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
+			return newError(ErrUnauthorizedClient, "The token was not issued to this client.")
 		}
 		now := s.Now().UTC()
 		return s.Store.Tx(ctx, func(tx store.Store) error {
@@ -73,10 +75,10 @@ func (s *Service) RevokeToken(r *http.Request, client store.Client, value, hint 
 			if err := tx.RevokeToken(ctx, hash, now); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			return s.Events.RecordOAuth(ctx, tx, r, events.OAuth{Type: typ, ClientID: client.ID, AppName: client.Name,
+			return s.Events.RecordOAuth(ctx, tx, f, events.OAuth{Type: typ, ClientID: client.ID, AppName: client.Name,
 				UserID: t.Subject, TransactionID: t.GrantID})
 		})
 	}
-	s.record(ctx, s.EventSink(), r, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
+	s.record(ctx, f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
 	return nil
 }

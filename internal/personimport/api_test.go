@@ -26,6 +26,7 @@ import (
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
@@ -546,13 +547,13 @@ func TestImportedPersonLogsIn(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := httptest.NewRequest("POST", "/login", nil)
-			if _, err := svc.CheckPassword(context.Background(), req, "blocked@example.com", "pw of the old system"); err == nil {
+			if _, err := svc.CheckPassword(context.Background(), request.Of(req), "blocked@example.com", "pw of the old system"); err == nil {
 				t.Error("a BLOCKED person logged in")
 			}
-			if _, err := svc.CheckPassword(context.Background(), req, "active@example.com", "wrong"); err == nil {
+			if _, err := svc.CheckPassword(context.Background(), request.Of(req), "active@example.com", "wrong"); err == nil {
 				t.Error("a wrong password was accepted")
 			}
-			p, err := svc.CheckPassword(context.Background(), req, "ACTIVE@example.com", "pw of the old system")
+			p, err := svc.CheckPassword(context.Background(), request.Of(req), "ACTIVE@example.com", "pw of the old system")
 			if err != nil {
 				t.Fatal(err)
 			}

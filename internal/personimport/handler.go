@@ -12,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/request"
 )
 
 // Path is the import API's path.
@@ -76,7 +77,7 @@ func (h *Handler) Import(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	res, err := h.Service.Import(r.Context(), persons, Options{Partition: partition, Context: flow, Agent: user, Request: r})
+	res, err := h.Service.Import(r.Context(), persons, Options{Partition: partition, Context: flow, Agent: user, Facts: request.Of(r)})
 	if err != nil {
 		return err
 	}

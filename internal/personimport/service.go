@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -41,7 +41,7 @@ type Options struct {
 	Partition string
 	Context   map[string]string // flow context parameters, recorded with the events
 	Agent     string            // the API user
-	Request   *http.Request     // for client_ip and user_agent of the events
+	Facts     request.Facts     // client_ip and user_agent of the events
 }
 
 // errFailed carries a person's failure out of its savepoint (rolling it back).
@@ -108,7 +108,7 @@ func (s *Service) writeBatch(ctx context.Context, batch []candidate, o Options, 
 	failed := map[int]*Failure{}
 	// A batch writes hundreds of persons: it should not share a commit (and
 	// a savepoint journaling every page it changes) with small requests.
-	err := s.Store.Tx(store.OwnTransaction(ctx), func(tx store.Store) error {
+	err := s.Store.BulkTx(ctx, func(tx store.Store) error {
 		clear(failed)
 		for _, c := range batch {
 			err := tx.Savepoint(ctx, func(sp store.Store) error { return s.writeOne(ctx, sp, c, o) })
@@ -194,6 +194,6 @@ func (s *Service) writeOne(ctx context.Context, st store.Store, c candidate, o O
 			return err
 		}
 	}
-	return s.Events.RecordPerson(ctx, st, o.Request, events.Person{Type: typ, PersonID: p.ID, AgentUser: o.Agent,
+	return s.Events.RecordPerson(ctx, st, o.Facts, events.Person{Type: typ, PersonID: p.ID, AgentUser: o.Agent,
 		Partition: o.Partition, Context: o.Context})
 }

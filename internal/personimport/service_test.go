@@ -29,6 +29,10 @@ func (f failingStore) Tx(ctx context.Context, fn func(store.Store) error) error 
 	return f.Store.Tx(ctx, func(tx store.Store) error { return fn(failingStore{tx, f.email}) })
 }
 
+func (f failingStore) BulkTx(ctx context.Context, fn func(store.Store) error) error {
+	return f.Store.BulkTx(ctx, func(tx store.Store) error { return fn(failingStore{tx, f.email}) })
+}
+
 func (f failingStore) Savepoint(ctx context.Context, fn func(store.Store) error) error {
 	return f.Store.Savepoint(ctx, func(sp store.Store) error { return fn(failingStore{sp, f.email}) })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -21,13 +22,6 @@ const APIScope = "vendor_api_config"
 
 // Path is the collection path.
 const Path = "/api/v1/configuration/scopes"
-
-// Event types (shared/spec/oauth-event-types.txt).
-const (
-	EventCreated = "ADMIN_SCOPE_CREATED"
-	EventUpdated = "ADMIN_SCOPE_UPDATED"
-	EventDeleted = "ADMIN_SCOPE_DELETED"
-)
 
 // API serves the scopes API.
 type API struct {
@@ -184,7 +178,7 @@ func (a *API) Create(w http.ResponseWriter, r *http.Request) error {
 		if err := tx.CreateScope(r.Context(), s); err != nil {
 			return err
 		}
-		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: EventCreated, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
+		return a.Events.RecordOAuth(r.Context(), tx, request.Of(r), events.OAuth{Type: events.AdminScopeCreated, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return apiError(http.StatusConflict, "conflict", "The scope already exists.", "scope_id")
@@ -250,7 +244,7 @@ func (a *API) Patch(w http.ResponseWriter, r *http.Request) error {
 		if err := tx.ReplaceScope(r.Context(), s); err != nil {
 			return err
 		}
-		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: EventUpdated, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
+		return a.Events.RecordOAuth(r.Context(), tx, request.Of(r), events.OAuth{Type: events.AdminScopeUpdated, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return apiError(http.StatusNotFound, "not_found", "The scope cannot be found.")
@@ -272,7 +266,7 @@ func (a *API) Delete(w http.ResponseWriter, r *http.Request) error {
 		if err := tx.DeleteScope(r.Context(), r.PathValue("scope")); err != nil {
 			return err
 		}
-		return a.Events.RecordOAuth(r.Context(), tx, r, events.OAuth{Type: EventDeleted, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
+		return a.Events.RecordOAuth(r.Context(), tx, request.Of(r), events.OAuth{Type: events.AdminScopeDeleted, ClientID: c.ID, AppName: c.Name, AgentUser: c.ID})
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return apiError(http.StatusNotFound, "not_found", "The scope cannot be found.")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/openapicheck"
@@ -22,7 +23,7 @@ func TestThrottlesKeyOnTheClientBehindTrustedProxies(t *testing.T) {
 			cfg := &config.Config{
 				TrustedProxies: []string{"127.0.0.1", "::1"}, // the test's loopback is the load balancer
 				Clients: []config.Client{{ClientID: "svc", ClientSecret: "svc-secret-svc-secret",
-					GrantTypes: []string{config.GrantClientCredentials}, Scopes: []string{"read"}}},
+					GrantTypes: []string{client.GrantClientCredentials}, Scopes: []string{"read"}}},
 			}
 			s := servertest.Start(t, cfg, servertest.Options{Backend: backend})
 			token := func(client, secret string) *http.Response {

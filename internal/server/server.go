@@ -12,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/cimconfig"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/config"
@@ -63,17 +64,19 @@ type Options struct {
 	Demo bool             // serve --demo: also serve the demo client's redirect page
 }
 
-// New builds a Server on an opened, migrated store, and writes the static
-// clients of cfg into it. It fails with store.ErrServerKeyMismatch when the
-// store belongs to another server key.
+// New builds a Server on an opened, migrated store, with the static clients
+// of cfg in front of it (client.Static: never written to the store). It
+// fails with store.ErrServerKeyMismatch when the store belongs to another
+// server key.
 func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.Logger, serverKey []byte, opts Options) (*Server, error) {
 	h, err := token.NewHasher(serverKey)
 	if err != nil {
 		return nil, err
 	}
-	// Before anything is written: an instance with another key would
-	// overwrite the static clients' secret hashes with its own, and every
-	// instance with the recorded key would then answer invalid_client.
+	// Before anything is written: under another key every hash and sealed
+	// secret in the store is useless, and this instance's own answers
+	// (tokens, sessions, its static clients' secrets) would not match the
+	// other instances'.
 	if err := st.ClaimServerKey(ctx, h.Fingerprint()); err != nil {
 		return nil, fmt.Errorf("server key: %w", err)
 	}
@@ -96,11 +99,17 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	rec := events.NewRecorder()
 	rec.Now = now
-	var eventLog events.Appender = &events.GroupCommit{Store: st}
-	if l, ok := st.(store.EventLogger); ok && l.EventLog() != nil {
-		eventLog = l.EventLog()
+	rec.Log = logger
+	// The config file's clients are a read-only layer in front of the
+	// store's (client.Static); every service reads clients through it.
+	static, err := s.staticClients()
+	if err != nil {
+		return nil, err
 	}
-	clients := &clientauth.CachedClients{Source: st, TTL: clientCacheTTL, Now: now}
+	layered := client.NewStatic(st, static)
+	st = layered
+	clients := &client.Cache{Source: st, TTL: clientCacheTTL, Now: now}
+	layered.Changed = clients.Forget
 	s.clients = &clientauth.Authenticator{
 		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now, Throttle: st,
 		HTTPClient: &http.Client{Timeout: 5 * time.Second},
@@ -118,12 +127,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	s.identity.TOTP = totpSealer
 	s.identity.Devices = h
-	s.identity.EventLog = eventLog
 	s.oauth = &oauth.Service{
 		Store: st, Hasher: h, Clients: s.clients, Passwords: s.identity, Events: rec,
 		Issuer: cfg.Issuer, Now: now, Log: logger, DeviceCodeLifetime: time.Duration(cfg.DeviceCodeLifetime),
-		EventLog: eventLog, ClientCache: clients,
-		Flow: authflow.Policy{PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel},
+		ClientCache: clients,
+		Flow:        authflow.Policy{PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel},
 	}
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,
@@ -136,7 +144,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Sink: eventLog, Now: now,
+	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Now: now,
 		Breached: &pwpolicy.RangeChecker{Endpoint: cfg.BreachedPasswords.Endpoint,
 			Timeout: time.Duration(cfg.BreachedPasswords.Timeout), FailClosed: cfg.BreachedPasswords.FailClosed}}
 	s.identity.PasswordPolicy = cim.CheckPassword
@@ -159,9 +167,6 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 			IdPs: cim.IdPs, Log: logger, Now: now},
 		Users: s.apiUsers, Enabled: func() bool { return *cfg.Import.Enabled },
 		Partitioning: cfg.Import.Partitioning, MaxPersons: cfg.Import.MaxPersons,
-	}
-	if err := s.seedClients(ctx); err != nil {
-		return nil, err
 	}
 	if err := s.identity.SeedPersons(ctx, cfg.Persons); err != nil {
 		return nil, err
@@ -199,52 +204,26 @@ func applyFeatures(ctx context.Context, cim *cimconfig.Service, f config.Feature
 // Handler is the whole HTTP interface.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// seedClients creates or updates the config's static clients in one
-// transaction, so a bad client leaves the store as it was.
-func (s *Server) seedClients(ctx context.Context) error {
-	return s.store.Tx(ctx, func(tx store.Store) error {
-		for _, c := range s.cfg.Clients {
-			sc, err := s.storeClient(c)
-			if err != nil {
-				return fmt.Errorf("client %s: %w", c.ClientID, err)
-			}
-			if err := tx.UpsertClient(ctx, sc); err != nil {
-				return fmt.Errorf("client %s: %w", c.ClientID, err)
-			}
+// staticClients are the config file's clients as stored clients, their
+// secrets hashed under this instance's server key.
+func (s *Server) staticClients() ([]store.Client, error) {
+	out := make([]store.Client, 0, len(s.cfg.Clients))
+	for _, c := range s.cfg.Clients {
+		sc, err := s.storeClient(c)
+		if err != nil {
+			return nil, fmt.Errorf("client %s: %w", c.ClientID, err)
 		}
-		return nil
-	})
+		out = append(out, sc)
+	}
+	return out, nil
 }
 
 func (s *Server) storeClient(c config.Client) (store.Client, error) {
-	jwks, err := c.JWKSJSON()
+	r, err := c.Registration()
 	if err != nil {
 		return store.Client{}, err
 	}
-	sc := store.Client{
-		ID:                      c.ClientID,
-		SecretPHC:               c.ClientSecretHash,
-		Name:                    c.Name,
-		TokenEndpointAuthMethod: c.TokenEndpointAuthMethod,
-		JWKS:                    jwks,
-		JWKSURI:                 c.JWKSURI,
-		RedirectURIs:            c.RedirectURIs,
-		GrantTypes:              c.GrantTypes,
-		Scopes:                  c.Scopes,
-		ConsentRequired:         *c.ConsentRequired,
-		AllowPlainPKCE:          c.AllowPlainPKCE,
-		AccessTokenLifetime:     time.Duration(c.AccessTokenLifetime),
-		RefreshTokenLifetime:    time.Duration(c.RefreshTokenLifetime),
-		AppIdentifier:           c.AppIdentifier,
-		AppPlatform:             c.AppPlatform,
-		AppVersion:              c.AppVersion,
-		IntrospectAnyToken:      c.IntrospectAnyToken,
-		DeviceApprovalClients:   c.DeviceApprovalClients,
-	}
-	if c.ClientSecret != "" {
-		sc.SecretHash = s.secrets.Hash(token.LabelClientSecret, c.ClientSecret)
-	}
-	return sc, nil
+	return r.Stored(func(secret string) []byte { return s.secrets.Hash(token.LabelClientSecret, secret) }), nil
 }
 
 // apiUsers hashes the plain passwords of the config once, at start.

@@ -328,12 +328,6 @@ type EventFilter struct {
 	ToExclusive   bool      // occurred before To
 }
 
-// EventLogger is a store with a cheaper path than a transaction for events
-// recorded outside one: EventLog returns it, or nil when there is none.
-type EventLogger interface {
-	EventLog() EventAppender
-}
-
 // EventAppender appends events durably.
 type EventAppender interface {
 	AppendEvents(ctx context.Context, es ...Event) error

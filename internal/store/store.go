@@ -9,21 +9,6 @@ import (
 	"time"
 )
 
-type ownTxKey struct{}
-
-// OwnTransaction marks a Tx as large (a bulk import): a backend that shares
-// commits between concurrent transactions (SQLite's group commit) runs it in
-// a transaction of its own, where it needs no savepoint around its writes.
-func OwnTransaction(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ownTxKey{}, true)
-}
-
-// WantsOwnTransaction reports whether ctx was marked by OwnTransaction.
-func WantsOwnTransaction(ctx context.Context) bool {
-	own, _ := ctx.Value(ownTxKey{}).(bool)
-	return own
-}
-
 // Sentinel errors. Backends translate driver errors into these so that callers
 // never inspect driver-specific codes.
 var (
@@ -124,6 +109,11 @@ type Store interface {
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.
 	// Nested Tx calls on the transaction's Store run inside the same transaction.
 	Tx(ctx context.Context, fn func(Store) error) error
+	// BulkTx is Tx for a large transaction (a bulk import): a backend that
+	// shares commits between concurrent transactions (SQLite's group
+	// commit) runs it in a transaction of its own, where its writes need no
+	// savepoint. Inside a transaction it joins that transaction.
+	BulkTx(ctx context.Context, fn func(Store) error) error
 	// Savepoint runs fn so that an error of fn undoes fn's writes only and
 	// the enclosing transaction goes on (a bulk import keeps the persons that
 	// succeeded). Outside a transaction it is Tx.
@@ -141,6 +131,13 @@ type Store interface {
 	// reports how many records it removed. Grants and tokens are kept until
 	// their expiry so that revocation and replay checks still find them.
 	DeleteExpired(ctx context.Context, now time.Time) (int64, error)
+	// EventSink is where an event recorded through this handle goes: a
+	// transaction's handle answers the transaction (the event commits with
+	// the action it records); outside a transaction the backend answers
+	// its cheapest durable path (a group commit, SQLite's event log). An
+	// event is durable once AppendEvents on the sink returned. Callers
+	// never choose between paths: batching and logs are the backend's.
+	EventSink() EventAppender
 	// Ping checks that the backend is reachable (readiness).
 	Ping(ctx context.Context) error
 	// Backend names the backend: "sqlite" or "postgres".

@@ -177,7 +177,7 @@ func openEventLogWith(ctx context.Context, path string, db *sqlstore.DB, log *sl
 // indexEvents indexes es in a transaction of their own: a batch is large,
 // and the group commit then runs it alone, without a savepoint.
 func indexEvents(ctx context.Context, db *sqlstore.DB, es []store.Event) error {
-	return db.Tx(store.OwnTransaction(ctx), func(tx store.Store) error {
+	return db.BulkTx(ctx, func(tx store.Store) error {
 		ix, ok := tx.(interface {
 			IndexEvents(context.Context, ...store.Event) error
 		})

@@ -61,6 +61,7 @@ func acquire(ctx context.Context, path string) (*openFile, error) {
 	f := &openFile{key: key, lock: lock, owner: s, refs: 1}
 	if locked {
 		s.UseTokenCache(sqlstore.NewTokenCache())
+		s.UseScopeCache(&sqlstore.ScopeCache{})
 		if f.events, err = openEventLog(ctx, key+"-events", s.DB, slog.Default()); err != nil {
 			s.closeConns()
 			lock.Close()

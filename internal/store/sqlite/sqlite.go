@@ -137,15 +137,14 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	return s, nil
 }
 
-// EventLog is the append-only log that events recorded outside a
-// transaction go to: durable once written (as a commit with
-// synchronous=NORMAL), indexed into the events table behind, in large
-// batches, so that an answered request's event costs one shared write
-// instead of a commit into the events table and its indexes. Nil for a
-// read-only store.
-func (s *Store) EventLog() store.EventAppender {
+// EventSink is, outside a transaction, the append-only log: durable once
+// written (as a commit with synchronous=NORMAL), indexed into the events
+// table behind, in large batches, so that an answered request's event
+// costs one shared write instead of a commit into the events table and its
+// indexes. A read-only store has no log and answers the group commit.
+func (s *Store) EventSink() store.EventAppender {
 	if s.file == nil || s.file.events == nil {
-		return nil
+		return s.DB.EventSink()
 	}
 	return s.file.events
 }

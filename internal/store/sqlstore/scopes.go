@@ -45,6 +45,7 @@ func (db *DB) CreateScope(ctx context.Context, s store.Scope) error {
 	_, err := db.exec(ctx, `INSERT INTO scopes (`+scopeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
 		stringMap(s.Descriptions), now, now)
+	db.scopesChanged()
 	return err
 }
 
@@ -58,6 +59,9 @@ func (db *DB) GetScope(ctx context.Context, id string) (store.Scope, error) {
 func (db *DB) GetScopes(ctx context.Context, ids []string) ([]store.Scope, error) {
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	if out, ok, err := db.cachedScopes(ctx, ids); ok || err != nil {
+		return out, err
 	}
 	q := `SELECT ` + scopeColumns + ` FROM scopes WHERE id IN (?` + strings.Repeat(", ?", len(ids)-1) + `) ORDER BY id`
 	args := make([]any, len(ids))
@@ -91,6 +95,7 @@ func (db *DB) scopes(ctx context.Context, q string, args ...any) ([]store.Scope,
 
 // ReplaceScope replaces a scope's fields.
 func (db *DB) ReplaceScope(ctx context.Context, s store.Scope) error {
+	defer db.scopesChanged()
 	return db.execOne(ctx, `UPDATE scopes SET authentication_level = ?, usage_limit = ?, service_endpoint = ?,
 		verification_failed_endpoint = ?, persistent_consent = ?, descriptions = ?, updated_at = ? WHERE id = ?`,
 		s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
@@ -99,5 +104,6 @@ func (db *DB) ReplaceScope(ctx context.Context, s store.Scope) error {
 
 // DeleteScope removes a scope.
 func (db *DB) DeleteScope(ctx context.Context, id string) error {
+	defer db.scopesChanged()
 	return db.execOne(ctx, `DELETE FROM scopes WHERE id = ?`, id)
 }

@@ -71,12 +71,14 @@ type DB struct {
 	savepoints *int
 	// pendingInv collects a transaction's token cache invalidations.
 	pendingInv *[]invalidation
+	// scopesWritten: the transaction wrote scopes (ScopeCache).
+	scopesWritten *bool
 }
 
 // txChild is the DB that runs statements in tx.
 func (db *DB) txChild(tx *sql.Tx) *DB {
 	return &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int),
-		pendingInv: new([]invalidation)}
+		pendingInv: new([]invalidation), scopesWritten: new(bool)}
 }
 
 // shared is what a DB and the DBs of its transactions have in common.
@@ -93,6 +95,9 @@ type shared struct {
 	pending sync.Map
 	batch   txBatch
 	tokens  *TokenCache // nil: no token cache
+	// scopeCache: nil, no scope cache.
+	scopeCache *ScopeCache
+	events     GroupCommit // the event sink outside a transaction
 }
 
 // maxStmts bounds the statement caches; queries with many parameters (batch
@@ -107,7 +112,19 @@ func New(d *Dialect, write, read *sql.DB) *DB {
 	if read == nil {
 		read = write
 	}
-	return &DB{d: d, write: write, read: read, shared: &shared{}}
+	db := &DB{d: d, write: write, read: read, shared: &shared{}}
+	db.shared.events.Store = db
+	return db
+}
+
+// EventSink is where events go: inside a transaction the transaction
+// itself (they commit with the action they record), outside one a group
+// commit shared by concurrent callers.
+func (db *DB) EventSink() store.EventAppender {
+	if db.inTx {
+		return db
+	}
+	return &db.shared.events
 }
 
 // Backend names the backend.
@@ -134,12 +151,21 @@ func (db *DB) Close() error {
 }
 
 // Tx runs fn in one transaction; a nested call joins the outer one.
-func (db *DB) Tx(ctx context.Context, fn func(store.Store) error) (err error) {
+func (db *DB) Tx(ctx context.Context, fn func(store.Store) error) error {
+	return db.runTx(ctx, false, fn)
+}
+
+// BulkTx is Tx alone in its transaction when commits are shared.
+func (db *DB) BulkTx(ctx context.Context, fn func(store.Store) error) error {
+	return db.runTx(ctx, true, fn)
+}
+
+func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (err error) {
 	if db.inTx {
 		return fn(db)
 	}
 	if db.d.GroupCommit {
-		return db.shared.batch.run(ctx, db, fn)
+		return db.shared.batch.run(ctx, db, own, fn)
 	}
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
 	for attempt := 0; db.retryBadConn(ctx, err, attempt); attempt++ {

@@ -117,6 +117,10 @@ func (db *DB) invalidate(inv invalidation) {
 // endTx applies the invalidations of a transaction that has ended, whether
 // it committed or not: dropping entries is always safe.
 func (db *DB) endTx(child *DB) {
+	if c := db.shared.scopeCache; c != nil && child.scopesWritten != nil && *child.scopesWritten {
+		c.drop()
+		*child.scopesWritten = false
+	}
 	if c := db.shared.tokens; c != nil && child.pendingInv != nil {
 		c.apply(*child.pendingInv)
 		*child.pendingInv = nil

@@ -29,18 +29,18 @@ type txBatch struct {
 
 type txJob struct {
 	ctx   context.Context
-	own   bool // store.OwnTransaction: runs alone
+	own   bool // BulkTx: runs alone
 	fn    func(store.Store) error
 	err   error
 	panic any
 	done  chan struct{}
 }
 
-func (b *txBatch) run(ctx context.Context, db *DB, fn func(store.Store) error) error {
+func (b *txBatch) run(ctx context.Context, db *DB, own bool, fn func(store.Store) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	j := &txJob{ctx: ctx, own: store.WantsOwnTransaction(ctx), fn: fn, done: make(chan struct{})}
+	j := &txJob{ctx: ctx, own: own, fn: fn, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, j)
 	if !b.running {

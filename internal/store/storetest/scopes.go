@@ -67,3 +67,66 @@ func testCreateScopeRace(t *testing.T, s store.Store) {
 		t.Errorf("%d of 10 concurrent creates succeeded, want 1", wins)
 	}
 }
+
+// testScopeReadsSeeWrites: GetScopes (which SQLite answers from memory)
+// sees every scope write once its statement or transaction has returned,
+// and a transaction sees its own writes.
+func testScopeReadsSeeWrites(t *testing.T, s store.Store) {
+	limit := func(st store.Store, id string) int {
+		t.Helper()
+		got, err := st.GetScopes(ctx(), []string{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			return -1
+		}
+		return got[0].UsageLimit
+	}
+	if got := limit(s, "counted"); got != -1 {
+		t.Fatalf("before create: limit %d, want no scope", got)
+	}
+	if err := s.CreateScope(ctx(), store.Scope{ID: "counted", UsageLimit: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := limit(s, "counted"); got != 3 {
+		t.Errorf("after create: limit %d, want 3", got)
+	}
+	err := s.Tx(ctx(), func(tx store.Store) error {
+		if got := limit(tx, "counted"); got != 3 {
+			t.Errorf("in a transaction before its write: limit %d, want 3", got)
+		}
+		if err := tx.ReplaceScope(ctx(), store.Scope{ID: "counted", UsageLimit: 7}); err != nil {
+			return err
+		}
+		if got := limit(tx, "counted"); got != 7 {
+			t.Errorf("in the transaction after its write: limit %d, want 7", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := limit(s, "counted"); got != 7 {
+		t.Errorf("after the transaction: limit %d, want 7", got)
+	}
+	errRollback := errors.New("roll back")
+	err = s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.ReplaceScope(ctx(), store.Scope{ID: "counted", UsageLimit: 9}); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	if got := limit(s, "counted"); got != 7 {
+		t.Errorf("after a rolled-back replace: limit %d, want 7", got)
+	}
+	if err := s.DeleteScope(ctx(), "counted"); err != nil {
+		t.Fatal(err)
+	}
+	if got := limit(s, "counted"); got != -1 {
+		t.Errorf("after delete: limit %d, want no scope", got)
+	}
+}

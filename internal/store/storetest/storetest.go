@@ -40,6 +40,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"Events", testEvents},
 		{"DeleteExpired", testDeleteExpired},
 		{"Scopes", testScopes},
+		{"ScopeReadsSeeWrites", testScopeReadsSeeWrites},
 		{"DeviceCodes", testDeviceCodes},
 		{"ConfigUnits", testConfigUnits},
 		{"ServerKeys", testServerKeys},

@@ -111,7 +111,7 @@ func testSavepoint(t *testing.T, s store.Store) {
 
 // testTxIsolationRace: concurrent transactions that fail, panic or succeed
 // keep exactly their own outcome (SQLite's group commit runs them in one
-// database transaction, each in a savepoint; those marked OwnTransaction,
+// database transaction, each in a savepoint; those run by BulkTx,
 // every third, alone).
 func testTxIsolationRace(t *testing.T, s store.Store) {
 	const n = 40
@@ -126,11 +126,11 @@ func testTxIsolationRace(t *testing.T, s store.Store) {
 				}
 			}()
 			boom := errors.New("boom")
-			c := ctx()
+			run := s.Tx
 			if i%3 == 0 {
-				c = store.OwnTransaction(c)
+				run = s.BulkTx
 			}
-			err := s.Tx(c, func(tx store.Store) error {
+			err := run(ctx(), func(tx store.Store) error {
 				if err := tx.UpsertClient(ctx(), store.Client{ID: fmt.Sprintf("c%02d", i), TokenEndpointAuthMethod: "none"}); err != nil {
 					return err
 				}

@@ -1,4 +1,4 @@
-package events
+package sqlstore
 
 import (
 	"context"
@@ -7,19 +7,18 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// Appender is where events go: a store, a transaction, a GroupCommit or a
-// store's event log.
-type Appender = store.EventAppender
-
-// GroupCommit appends the events that concurrent requests record outside a
-// transaction of their own (introspection results, failed logins, refused
+// GroupCommit is the event sink of a DB outside a transaction
+// (DB.EventSink): it appends the events that concurrent requests record
+// outside a transaction of their own (introspection results, failed logins, refused
 // requests) in shared transactions: while one commit runs, the events that
 // arrive queue up and go together in the next. Each caller still returns
 // only after the commit that holds its event, so an answered request's
 // event is as durable as before; what is saved is a commit (SQLite: WAL
 // frames and their write calls; PostgreSQL: a round trip) per event.
 type GroupCommit struct {
-	Store store.Store
+	Store interface {
+		Tx(ctx context.Context, fn func(store.Store) error) error
+	}
 
 	mu      sync.Mutex
 	queue   []queued

@@ -1,4 +1,4 @@
-package clientauth
+package client
 
 import (
 	"context"
@@ -23,10 +23,10 @@ func (s *countingSource) GetClient(_ context.Context, id string) (store.Client, 
 	return c, nil
 }
 
-func TestCachedClients(t *testing.T) {
+func TestCache(t *testing.T) {
 	src := &countingSource{clients: map[string]store.Client{"a": {ID: "a", Name: "A"}}}
 	now := time.Now()
-	cc := &CachedClients{Source: src, TTL: 5 * time.Second, Now: func() time.Time { return now }}
+	cc := &Cache{Source: src, TTL: 5 * time.Second, Now: func() time.Time { return now }}
 	ctx := context.Background()
 	for range 3 {
 		if c, err := cc.GetClient(ctx, "a"); err != nil || c.Name != "A" {

@@ -1,4 +1,4 @@
-package events
+package sqlstore_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
 )
 
 type countingTx struct {
@@ -33,7 +34,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	defer st.Close()
 	cs := &countingTx{Store: st}
-	g := &GroupCommit{Store: cs}
+	g := &sqlstore.GroupCommit{Store: cs}
 	const n = 200
 	var wg sync.WaitGroup
 	for i := range n {

@@ -1,0 +1,234 @@
+// Package client owns the OAuth client model (RFC 6749 section 2): the
+// grant types and authentication methods a client may register, every rule
+// a registration must pass, and the conversion to the stored client. The
+// config file's clients (Static) and, later, clients created at run time
+// go through the same rules.
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// Grant types latchkey knows (RFC 6749, RFC 8628).
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantRefreshToken      = "refresh_token"
+	GrantClientCredentials = "client_credentials"
+	GrantDeviceCode        = "urn:ietf:params:oauth:grant-type:device_code"
+	GrantPassword          = "password" // deprecated; only for clients that list it
+	GrantImplicit          = "implicit" // deprecated; only for clients that list it
+)
+
+// GrantTypes are the grant types a client may register.
+var GrantTypes = []string{GrantAuthorizationCode, GrantRefreshToken, GrantClientCredentials, GrantDeviceCode,
+	GrantPassword, GrantImplicit}
+
+// Client authentication methods (RFC 7591 section 2 names).
+const (
+	AuthClientSecretBasic = "client_secret_basic"
+	AuthClientSecretPost  = "client_secret_post"
+	AuthPrivateKeyJWT     = "private_key_jwt"
+	AuthNone              = "none"
+)
+
+// AuthMethods are the client authentication methods a client may register,
+// in the order the metadata lists them.
+var AuthMethods = []string{AuthClientSecretBasic, AuthClientSecretPost, AuthPrivateKeyJWT, AuthNone}
+
+// Platforms of mobile app instances (app_platform).
+var Platforms = []string{"ios", "android"}
+
+// IsPublic reports whether c is a public client (RFC 6749 section 2.1):
+// it has no credential to authenticate with.
+func IsPublic(c store.Client) bool { return c.TokenEndpointAuthMethod == AuthNone }
+
+// AllowsGrant reports whether c registered grant type g.
+func AllowsGrant(c store.Client, g string) bool { return slices.Contains(c.GrantTypes, g) }
+
+// Registration is a client as an operator registers it: the stored
+// client's members, with the secret in the clear instead of its hash.
+// Validate checks it, Stored turns it into the stored client.
+type Registration struct {
+	store.Client        // SecretHash is ignored: Stored sets it from Secret
+	Secret       string // high-entropy secret, kept only as a keyed hash
+}
+
+// DefaultAuthMethod is the method of a registration that names none: keys
+// mean private_key_jwt, no secret means a public client, else Basic.
+func DefaultAuthMethod(hasKeys, hasSecret bool) string {
+	switch {
+	case hasKeys:
+		return AuthPrivateKeyJWT
+	case !hasSecret:
+		return AuthNone
+	}
+	return AuthClientSecretBasic
+}
+
+// DefaultGrantTypes are the grant types of a registration that lists none.
+func DefaultGrantTypes() []string { return []string{GrantAuthorizationCode, GrantRefreshToken} }
+
+// MinSecretLength: secrets are checked with a fast keyed hash, which is
+// safe only for high-entropy secrets (docs/DESIGN.md, client authentication).
+const MinSecretLength = 16
+
+// Validate applies every rule of a registration; the error names the
+// member (as the config file spells it) and what is wrong.
+func (r Registration) Validate() error {
+	if r.ID == "" || len(r.ID) > 255 || !printableASCII(r.ID) || strings.Contains(r.ID, ":") {
+		// ':' would make client_secret_basic ambiguous (RFC 6749 section 2.3.1).
+		return fmt.Errorf("client_id %q must be 1-255 printable ASCII characters without ':'", r.ID)
+	}
+	if err := r.validateCredentials(); err != nil {
+		return err
+	}
+	for _, g := range r.GrantTypes {
+		if !slices.Contains(GrantTypes, g) {
+			return fmt.Errorf("grant_types: %q is not a known grant type", g)
+		}
+		if g == GrantClientCredentials && r.TokenEndpointAuthMethod == AuthNone {
+			return errors.New("grant_types: a public client cannot use client_credentials (RFC 6749 section 4.4)")
+		}
+	}
+	if r.IntrospectAnyToken && r.TokenEndpointAuthMethod == AuthNone {
+		return errors.New("introspect_any_token: a public client cannot introspect (RFC 7662 section 2.1)")
+	}
+	for _, id := range r.DeviceApprovalClients {
+		if id == "" || id == r.ID {
+			return fmt.Errorf("device_approval_clients: %q must name another client", id)
+		}
+	}
+	for _, u := range r.RedirectURIs {
+		if err := ValidateRedirectURI(u); err != nil {
+			return fmt.Errorf("redirect_uris: %w", err)
+		}
+	}
+	needsRedirect := slices.Contains(r.GrantTypes, GrantAuthorizationCode) || slices.Contains(r.GrantTypes, GrantImplicit)
+	if needsRedirect && len(r.RedirectURIs) == 0 {
+		return errors.New("redirect_uris: the authorization_code grant needs at least one redirect URI")
+	}
+	for _, s := range r.Scopes {
+		if !ValidScopeToken(s) {
+			return fmt.Errorf("scopes: %q is not a valid scope token (RFC 6749 section 3.3)", s)
+		}
+	}
+	if r.AccessTokenLifetime <= 0 || r.RefreshTokenLifetime <= 0 {
+		return errors.New("token lifetimes must be positive")
+	}
+	if r.AppPlatform != "" && !slices.Contains(Platforms, r.AppPlatform) {
+		return fmt.Errorf("app_platform %q is not one of %s", r.AppPlatform, strings.Join(Platforms, ", "))
+	}
+	return nil
+}
+
+// validateCredentials: exactly the credential the method uses.
+func (r Registration) validateCredentials() error {
+	secret := r.Secret != "" || r.SecretPHC != ""
+	if r.Secret != "" && r.SecretPHC != "" {
+		return errors.New("set client_secret or client_secret_hash, not both")
+	}
+	if r.SecretPHC != "" && !strings.HasPrefix(r.SecretPHC, "$") {
+		return errors.New("client_secret_hash must be a PHC string ($argon2id$..., $2b$..., $pbkdf2-sha256$...)")
+	}
+	if r.Secret != "" && len(r.Secret) < MinSecretLength {
+		return fmt.Errorf("client_secret must be at least %d characters (use a long random value)", MinSecretLength)
+	}
+	keys := len(r.JWKS) > 0 || r.JWKSURI != ""
+	if len(r.JWKS) > 0 && r.JWKSURI != "" {
+		return errors.New("set jwks or jwks_uri, not both")
+	}
+	switch r.TokenEndpointAuthMethod {
+	case AuthClientSecretBasic, AuthClientSecretPost:
+		if !secret {
+			return fmt.Errorf("token_endpoint_auth_method %s needs client_secret or client_secret_hash", r.TokenEndpointAuthMethod)
+		}
+		if keys {
+			return fmt.Errorf("token_endpoint_auth_method %s does not use jwks", r.TokenEndpointAuthMethod)
+		}
+	case AuthPrivateKeyJWT:
+		if !keys {
+			return errors.New("token_endpoint_auth_method private_key_jwt needs jwks or jwks_uri")
+		}
+		if secret {
+			return errors.New("token_endpoint_auth_method private_key_jwt does not use a client secret")
+		}
+	case AuthNone:
+		if secret || keys {
+			return errors.New("token_endpoint_auth_method none (public client) takes no secret and no jwks")
+		}
+	default:
+		return fmt.Errorf("token_endpoint_auth_method %q is not one of %s", r.TokenEndpointAuthMethod, strings.Join(AuthMethods, ", "))
+	}
+	if r.JWKSURI != "" {
+		if u, err := url.Parse(r.JWKSURI); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+			return fmt.Errorf("jwks_uri %q is not an absolute http(s) URL", r.JWKSURI)
+		}
+	}
+	if len(r.JWKS) > 0 {
+		var set struct {
+			Keys []json.RawMessage `json:"keys"`
+		}
+		if err := json.Unmarshal(r.JWKS, &set); err != nil || len(set.Keys) == 0 {
+			return errors.New(`jwks must be a JSON Web Key Set with a non-empty "keys" list`)
+		}
+	}
+	return nil
+}
+
+// Stored is the client the store keeps for r; hashSecret turns the secret
+// into its keyed hash (the secret itself is never stored).
+func (r Registration) Stored(hashSecret func(secret string) []byte) store.Client {
+	c := r.Client
+	c.SecretHash = nil
+	if r.Secret != "" {
+		c.SecretHash = hashSecret(r.Secret)
+	}
+	return c
+}
+
+// ValidateRedirectURI checks a registered redirect URI: absolute, without a
+// fragment (RFC 6749 section 3.1.2).
+func ValidateRedirectURI(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Opaque != "" && u.Scheme != "urn" {
+		return fmt.Errorf("%q is not an absolute URI", s)
+	}
+	if u.Fragment != "" || strings.Contains(s, "#") {
+		return fmt.Errorf("%q must not have a fragment", s)
+	}
+	if (u.Scheme == "http" || u.Scheme == "https") && u.Host == "" {
+		return fmt.Errorf("%q has no host", s)
+	}
+	return nil
+}
+
+// ValidScopeToken reports whether s is a scope-token of RFC 6749 section 3.3:
+// 1*( %x21 / %x23-5B / %x5D-7E ).
+func ValidScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c == 0x22 || c == 0x5C || c > 0x7E {
+			return false
+		}
+	}
+	return true
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7E {
+			return false
+		}
+	}
+	return true
+}

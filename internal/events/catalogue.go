@@ -1,0 +1,112 @@
+package events
+
+// The event catalogue: every event type latchkey records, in one place.
+// Names come from the original product's catalogue
+// (shared/spec/oauth-event-types.txt) where one means the same thing; those
+// marked "latchkey's own" name steps that catalogue has no name for
+// (docs/events.md lists each with when it is recorded).
+//
+// One rule for a failed write (docs/events.md):
+//   - An event of an action is written in the action's transaction
+//     (RecordOAuth, RecordPerson with the transaction as Appender): a failed
+//     write fails the action, so an answered action always has its event.
+//   - An event recorded outside a transaction (a refusal, an introspection
+//     result, a login attempt) is written with Observe: a failed write is
+//     logged with the event type and the answer goes on, since refusing a
+//     request because its record could not be written would let a broken
+//     event store take the service down. A write cut short because the
+//     request was canceled is not logged.
+
+// OAuth events: authorization endpoint and hosted pages.
+const (
+	AuthzRequestInvalid            = "AUTHZ_REQUEST_INVALID"
+	AuthzRequestInvalidClient      = "AUTHZ_REQUEST_INVALID_CLIENT"
+	AuthzRequestRedirectURIInvalid = "AUTHZ_REQUEST_REDIRECT_URI_INVALID"
+	AuthzRequestScopeInvalid       = "AUTHZ_REQUEST_SCOPE_INVALID"
+	AuthzRequestUnauthorizedClient = "AUTHZ_REQUEST_UNAUTHORIZED_CLIENT"
+	AuthzRequestInvalidResponse    = "AUTHZ_REQUEST_INVALID_RESPONSE_TYPE"
+	AuthzRequestGrantCreated       = "AUTHZ_REQUEST_GRANT_CREATED"
+	AuthzRequestTokenCreated       = "AUTHZ_REQUEST_TOKEN_CREATED"
+	AuthzRequestDenied             = "AUTHZ_REQUEST_DENIED" // latchkey's own
+	AuthnLoginRequired             = "AUTHN_REQUEST_LOGIN_REQUIRED"
+	AuthnConsentRequired           = "AUTHN_REQUEST_CONSENT_REQUIRED"
+	ConsentGiven                   = "CONSENT_GIVEN"
+	LoginSucceeded                 = "LOGIN_SUCCEEDED"                        // latchkey's own
+	LoginFailed                    = "LOGIN_FAILED"                           // latchkey's own
+	TOTPSucceeded                  = "STEP_UP_TOTP_SUCCEEDED"                 // latchkey's own
+	TOTPFailed                     = "OTP_AUTH_NOT_AUTHENTICATED_INVALID_OTP" // also replays and throttled attempts
+	LoginThrottled                 = "LOGIN_THROTTLED"                        // latchkey's own
+
+	ClientCredentialsCheckFailed = "CLIENT_CREDENTIALS_CHECK_FAILED"
+)
+
+// OAuth events: token endpoint.
+const (
+	TokenRequestInvalid             = "TOKEN_REQUEST_INVALID"
+	TokenRequestInvalidClient       = "TOKEN_REQUEST_INVALID_CLIENT"
+	TokenRequestInvalidGrant        = "TOKEN_REQUEST_INVALID_GRANT"
+	TokenRequestInvalidRedirectURI  = "TOKEN_REQUEST_INVALID_REDIRECT_URI"
+	TokenRequestInvalidPKCEVerifier = "TOKEN_REQUEST_INVALID_PKCE_VERIFIER"
+	TokenRequestScopeInvalid        = "TOKEN_REQUEST_SCOPE_INVALID"
+	TokenRequestUnsupportedGrant    = "TOKEN_REQUEST_UNSUPPORTED_GRANT_TYPE"
+	TokenRequestDisabledGrant       = "TOKEN_REQUEST_DISABLED_GRANT_TYPE"
+	TokenRequestInvalidRefreshToken = "TOKEN_REQUEST_INVALID_REFRESH_TOKEN"
+	TokenRequestExpiredRefreshToken = "TOKEN_REQUEST_EXPIRED_REFRESH_TOKEN"
+	TokenRequestMaxValidityExpired  = "TOKEN_REQUEST_MAX_VALIDITY_EXPIRED_REFRESH_TOKEN"
+	TokenRequestAccessTokenCreated  = "TOKEN_REQUEST_ACCESS_TOKEN_CREATED"
+	TokenRequestAccessTokenRefresh  = "TOKEN_REQUEST_ACCESS_TOKEN_REFRESHED"
+	TokenRequestPasswordCreated     = "TOKEN_REQUEST_PASSWORD_ACCESS_TOKEN_CREATED"
+	TokenRequestPasswordInvalid     = "TOKEN_REQUEST_PASSWORD_INVALID_CREDENTIALS"
+	TokenRequestCodeReplayDetected  = "TOKEN_REQUEST_CODE_REPLAY_DETECTED"         // latchkey's own
+	TokenRequestRefreshReuse        = "TOKEN_REQUEST_REFRESH_TOKEN_REUSE_DETECTED" // latchkey's own
+)
+
+// OAuth events: revocation (RFC 7009) and introspection (RFC 7662).
+const (
+	TokenRevokeInvalidRequest      = "TOKEN_REVOKE_INVALID_REQUEST"
+	TokenRevokeClientInvalid       = "TOKEN_REVOKE_CLIENT_INVALID"
+	TokenRevokeTokenInvalid        = "TOKEN_REVOKE_TOKEN_INVALID"
+	TokenRevokeAccessTokenSuccess  = "TOKEN_REVOKE_ACCESS_TOKEN_SUCCESS"
+	TokenRevokeRefreshTokenSuccess = "TOKEN_REVOKE_REFRESH_TOKEN_SUCCESS"
+
+	IntrospectionSuccess   = "TOKEN_INTROSPECTION_SUCCESS"
+	IntrospectionFailed    = "TOKEN_INTROSPECTION_FAILED"
+	IntrospectionExhausted = "TOKEN_INTROSPECTION_USAGE_LIMIT_EXCEEDED" // latchkey's own
+	WebhookFailed          = "WEBHOOK_CALL_FAILED"                      // latchkey's own
+	GroupPoliciesFailed    = "GROUP_PERMISSIONS_API_FAILED"             // latchkey's own
+)
+
+// OAuth events: device flow (RFC 8628).
+const (
+	DeviceCodeCreated       = "DEVICE_AUTHZ_REQUEST_DEVICE_CODE_CREATED"
+	DeviceRequestInvalid    = "DEVICE_AUTHZ_REQUEST_INVALID"
+	DeviceInvalidClient     = "DEVICE_AUTHZ_REQUEST_INVALID_CLIENT"
+	DeviceScopeInvalid      = "DEVICE_AUTHZ_REQUEST_SCOPE_INVALID"
+	DeviceGrantCreated      = "AUTHZ_REQUEST_DEVICE_GRANT_CREATED"
+	DeviceTokenCreated      = "TOKEN_REQUEST_DEVICE_CODE_ACCESS_TOKEN_CREATED"
+	DeviceApprovedInApp     = "DEVICE_AUTHZ_APPROVED_IN_APP"     // latchkey's own
+	DeviceDenied            = "DEVICE_AUTHZ_DENIED"              // latchkey's own
+	DeviceUserCodeWrong     = "DEVICE_AUTHZ_USER_CODE_INVALID"   // latchkey's own
+	DeviceUserCodeThrottled = "DEVICE_AUTHZ_USER_CODE_THROTTLED" // latchkey's own
+	DeviceExpired           = "DEVICE_AUTHZ_EXPIRED"             // latchkey's own
+)
+
+// OAuth events: administration (the scopes and configuration APIs).
+const (
+	AdminScopeCreated            = "ADMIN_SCOPE_CREATED"
+	AdminScopeUpdated            = "ADMIN_SCOPE_UPDATED"
+	AdminScopeDeleted            = "ADMIN_SCOPE_DELETED"
+	AdminFeaturesUpdated         = "ADMIN_SYSTEM_FEATURE_CONFIG_UPDATED"
+	AdminConfigUpdated           = "ADMIN_SYSTEM_GENERAL_CONFIG_UPDATED"
+	AdminExtensionEngineReloaded = "ADMIN_SYSTEM_EXTENSION_ENGINE_CONFIG_UPDATED"
+)
+
+// Person event types (package.ClassName form of the spec) and their names.
+const (
+	PersonCreated = "person.PersonCreatedEvent"
+	PersonUpdated = "person.PersonUpdatedEvent"
+	PersonDeleted = "person.PersonDeletedEvent"
+)
+
+var personNames = map[string]string{PersonCreated: "Person Created", PersonUpdated: "Person Updated",
+	PersonDeleted: "Person Deleted"}

@@ -1,0 +1,155 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/request"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// errCodeReplay carries the grant of a reused code out of the transaction,
+// which must roll back before the grant is revoked.
+type errCodeReplay struct{ grantID string }
+
+func (errCodeReplay) Error() string { return "authorization code reused" }
+
+// exchangeCode is RFC 6749 section 4.1.3 with PKCE (RFC 7636 section 4.6).
+func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client store.Client, form map[string]string) (*TokenResponse, error) {
+	code := form["code"]
+	if code == "" {
+		return nil, newError(ErrInvalidRequest, "The code parameter is required.")
+	}
+	hash := s.tokens().Key(token.AuthCode, code)
+	now := f.Time.UTC()
+	var resp *TokenResponse
+	var subject string
+	var refused *refusal
+	err := s.Store.Tx(ctx, func(tx store.Store) error {
+		err := s.exchange(ctx, f, tx, client, form, hash, now, &resp, &subject)
+		if errors.As(err, &refused) {
+			return nil // commit: the failed exchange still burns the code
+		}
+		return err
+	})
+	if err == nil && refused != nil {
+		err = refused
+	}
+	var replay errCodeReplay
+	var ref *refusal
+	switch {
+	case errors.As(err, &replay):
+		// RFC 6749 section 4.1.2 / RFC 9700 section 4.5: revoke what the code issued.
+		if replay.grantID != "" {
+			if rerr := s.Store.RevokeGrant(ctx, replay.grantID, now); rerr != nil && !errors.Is(rerr, store.ErrNotFound) {
+				return nil, rerr
+			}
+		}
+		s.record(ctx, f, events.OAuth{Type: events.TokenRequestCodeReplayDetected, ClientID: client.ID,
+			AppName: client.Name, TransactionID: replay.grantID})
+		return nil, newError(ErrInvalidGrant, "The authorization code was already used.")
+	case errors.As(err, &ref):
+		s.record(ctx, f, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name, UserID: subject})
+		return nil, ref.err
+	case err != nil:
+		return nil, err
+	}
+	return resp, nil
+}
+
+// exchange is the body of the code exchange, inside its transaction.
+func (s *Service) exchange(ctx context.Context, f request.Facts, tx store.Store, client store.Client, form map[string]string, hash []byte,
+	now time.Time, resp **TokenResponse, subject *string) error {
+	invalid := func(event, desc string) error {
+		return &refusal{event: event, err: newError(ErrInvalidGrant, desc)}
+	}
+	// Using the code first makes it single-use whatever happens next:
+	// a failed exchange burns it (RFC 6749 section 4.1.2: one use only).
+	c, err := tx.UseAuthCode(ctx, hash, now)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return errCodeReplay{grantID: c.GrantID}
+	case errors.Is(err, store.ErrNotFound):
+		return invalid(events.TokenRequestInvalidGrant, "The authorization code is invalid.")
+	case err != nil:
+		return err
+	}
+	*subject = c.Subject
+	switch {
+	case c.ClientID != client.ID:
+		return invalid(events.TokenRequestInvalidGrant, "The authorization code was issued to another client.")
+	case !now.Before(c.ExpiresAt):
+		return invalid(events.TokenRequestInvalidGrant, "The authorization code has expired.")
+	case c.RedirectURI != "" && form["redirect_uri"] != c.RedirectURI:
+		// RFC 6749 section 4.1.3: required and identical when the authorization request sent it.
+		return invalid(events.TokenRequestInvalidRedirectURI, "The redirect_uri does not match the authorization request.")
+	}
+	if desc := checkVerifier(c, form["code_verifier"]); desc != "" {
+		return invalid(events.TokenRequestInvalidPKCEVerifier, desc)
+	}
+	var g store.Grant
+	*resp, g, err = s.mint(ctx, tx, issue{
+		client: client, subject: c.Subject, scopes: c.Scopes, requested: c.Scopes,
+		authLevel: c.AuthLevel, amr: c.AMR, data: c.Data,
+		refresh: issuesRefresh(client),
+	})
+	if errors.Is(err, errPersonInactive) {
+		// Blocked or deleted after the code was issued.
+		return invalid(events.TokenRequestInvalidGrant, "The account of the authorization code cannot sign in.")
+	}
+	if err != nil {
+		return err
+	}
+	if err := tx.SetAuthCodeGrant(ctx, hash, g.ID); err != nil {
+		return err
+	}
+	return s.Events.RecordOAuth(ctx, tx, f, events.OAuth{Type: events.TokenRequestAccessTokenCreated,
+		ClientID: client.ID, AppName: client.Name, UserID: c.Subject, TransactionID: g.ID})
+}
+
+// refusal is a refused request and the event type recorded for it.
+type refusal struct {
+	event string
+	err   *Error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+
+// checkVerifier applies RFC 7636 section 4.6 and the downgrade rule of
+// RFC 9700 section 2.1.1: a verifier without a challenge is refused.
+func checkVerifier(c store.AuthCode, verifier string) string {
+	if c.CodeChallenge == "" {
+		if verifier != "" {
+			return "A code_verifier was sent but the authorization request had no code_challenge."
+		}
+		return ""
+	}
+	if verifier == "" {
+		return "The code_verifier parameter is required."
+	}
+	if !pkceVerifierOK(verifier) {
+		return "The code_verifier must be 43 to 128 unreserved characters."
+	}
+	var computed string
+	switch c.CodeChallengeMethod {
+	case "S256":
+		sum := sha256.Sum256([]byte(verifier))
+		computed = base64.RawURLEncoding.EncodeToString(sum[:])
+	case pkcePlain:
+		computed = verifier
+	default:
+		return "The code_challenge_method is not supported."
+	}
+	if subtle.ConstantTimeCompare([]byte(computed), []byte(c.CodeChallenge)) != 1 {
+		return "The code_verifier does not match the code_challenge."
+	}
+	return ""
+}
+
+func pkceVerifierOK(v string) bool { return pkceChallengeRE.MatchString(v) }

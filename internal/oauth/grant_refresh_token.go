@@ -1,0 +1,162 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/latchkey/latchkey/internal/authflow"
+	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/request"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// refresh is RFC 6749 section 6. Public clients get a new refresh token at
+// every use and a reused one revokes the grant (RFC 9700 section 4.14.2);
+// confidential clients, which authenticate, keep theirs.
+func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Client, form map[string]string) (*TokenResponse, error) {
+	value := form["refresh_token"]
+	if value == "" {
+		return nil, newError(ErrInvalidRequest, "The refresh_token parameter is required.")
+	}
+	requested, desc := ParseScope(form["scope"])
+	if desc != "" {
+		return nil, newError(ErrInvalidScope, desc)
+	}
+	hash := s.tokens().Key(token.RefreshToken, value)
+	now := f.Time.UTC()
+	rotate := isPublic(client)
+	invalid := func(event, desc string) error {
+		return &refusal{event: event, err: newError(ErrInvalidGrant, desc)}
+	}
+	var resp *TokenResponse
+	var reused store.Token
+	err := s.Store.Tx(ctx, func(tx store.Store) error {
+		// The person's row is locked before the token's (UseRefreshToken):
+		// a block locks the person and then revokes the tokens, so taking
+		// them in the other order could deadlock with it.
+		t, err := tx.GetToken(ctx, hash)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		var person *store.Person
+		if err == nil && t.Kind == store.KindRefresh && t.ClientID == client.ID && t.Subject != "" {
+			p, err := lockPerson(ctx, tx, t.Subject)
+			if errors.Is(err, errPersonInactive) {
+				return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
+			} else if err != nil {
+				return err
+			}
+			person = &p
+		}
+		if rotate {
+			t, err = tx.UseRefreshToken(ctx, hash, now)
+			if errors.Is(err, store.ErrConflict) {
+				reused = t
+				return err
+			}
+		}
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token is invalid.")
+		case err != nil:
+			return err
+		case t.Kind != store.KindRefresh || t.ClientID != client.ID:
+			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token is invalid.")
+		case !t.RevokedAt.IsZero():
+			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token was revoked.")
+		case !now.Before(t.ExpiresAt):
+			return invalid(events.TokenRequestExpiredRefreshToken, "The refresh token has expired.")
+		}
+		g, err := tx.GetGrant(ctx, t.GrantID)
+		if err != nil {
+			return err
+		}
+		if !g.RevokedAt.IsZero() {
+			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token was revoked.")
+		}
+		if !now.Before(g.ExpiresAt) {
+			return invalid(events.TokenRequestMaxValidityExpired, "The grant has reached its maximum validity.")
+		}
+		scopes := t.Scopes
+		if len(requested) > 0 {
+			// RFC 6749 section 6: the scope may only narrow.
+			for _, sc := range requested {
+				if !slices.Contains(g.Scopes, sc) {
+					return &refusal{event: events.TokenRequestScopeInvalid,
+						err: newError(ErrInvalidScope, "The scope "+sc+" was not granted.")}
+				}
+			}
+			scopes = requested
+		}
+		configured, err := tx.GetScopes(ctx, scopes)
+		if err != nil {
+			return err
+		}
+		if g.Subject != "" {
+			if err := s.refreshAllowed(ctx, tx, g, person, scopes, configured); err != nil {
+				return err
+			}
+		}
+		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
+			grant: &g, refresh: rotate, personLocked: person != nil && person.ID == g.Subject})
+		if errors.Is(err, errPersonInactive) {
+			return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
+		}
+		if err != nil {
+			return err
+		}
+		if !rotate && !resp.limited { // a confidential client keeps its refresh token
+			resp.RefreshToken = value
+		}
+		return s.Events.RecordOAuth(ctx, tx, f, events.OAuth{Type: events.TokenRequestAccessTokenRefresh,
+			ClientID: client.ID, AppName: client.Name, UserID: g.Subject, TransactionID: g.ID})
+	})
+	var ref *refusal
+	switch {
+	case errors.Is(err, store.ErrConflict) && reused.GrantID != "":
+		if rerr := s.Store.RevokeGrant(ctx, reused.GrantID, now); rerr != nil && !errors.Is(rerr, store.ErrNotFound) {
+			return nil, rerr
+		}
+		s.record(ctx, f, events.OAuth{Type: events.TokenRequestRefreshReuse, ClientID: client.ID,
+			AppName: client.Name, UserID: reused.Subject, TransactionID: reused.GrantID})
+		return nil, newError(ErrInvalidGrant, "The refresh token was already used.")
+	case errors.As(err, &ref):
+		s.record(ctx, f, events.OAuth{Type: ref.event, ClientID: client.ID, AppName: client.Name})
+		return nil, ref.err
+	case err != nil:
+		return nil, err
+	}
+	return resp, nil
+}
+
+// refreshAllowed asks authflow whether a person's grant may be refreshed
+// for scopes: a refresh never yields more than the grant was authenticated
+// for (a scope whose level was raised since), and never for a person who
+// may no longer sign in.
+func (s *Service) refreshAllowed(ctx context.Context, tx store.Store, g store.Grant, locked *store.Person, scopes []string, configured []store.Scope) error {
+	var p store.Person
+	if locked != nil && locked.ID == g.Subject {
+		p = *locked // read under the row lock of this transaction
+	} else {
+		var err error
+		p, err = tx.GetPerson(ctx, g.Subject)
+		if errors.Is(err, store.ErrNotFound) {
+			p = store.Person{ID: g.Subject}
+		} else if err != nil {
+			return err
+		}
+	}
+	dec := authflow.Decide(s.Flow, authflow.Request{Kind: authflow.Refresh, Scopes: scopes, Configured: configured,
+		Person: &p, Auth: &authflow.Authentication{Level: g.AuthLevel, AMR: g.AMR, Time: g.CreatedAt}})
+	if _, ok := dec.Approved(); ok {
+		return nil
+	}
+	if dec.Reason == authflow.ReasonLevel {
+		return &refusal{event: events.TokenRequestInvalidRefreshToken, err: newError(ErrInvalidGrant, fmt.Sprintf(
+			"The grant was authenticated at level %d; its scopes now require %d. Authorize again.", g.AuthLevel, dec.Level))}
+	}
+	return &refusal{event: events.TokenRequestInvalidRefreshToken, err: newError(ErrInvalidGrant, "The grant is no longer valid.")}
+}

@@ -1,0 +1,204 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/scopes"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
+)
+
+// tokens is the token strategy: Tokens, or opaque tokens under Hasher.
+func (s *Service) tokens() token.Strategy {
+	if s.Tokens != nil {
+		return s.Tokens
+	}
+	return token.Opaque{Hasher: s.Hasher}
+}
+
+// issue is one issuance: a new grant (when grant is nil) or a new token pair
+// of an existing grant.
+type issue struct {
+	client    store.Client
+	subject   string
+	scopes    []string
+	authLevel int
+	amr       []string
+	data      []byte
+	refresh   bool // issue a refresh token
+	grant     *store.Grant
+	requested []string // scopes the request named, to decide whether to echo scope
+	// personLocked: the caller already holds the person's row (lockPerson)
+	// in this transaction and checked the status.
+	personLocked bool
+}
+
+// errPersonInactive: the person an issuance is for may no longer sign in
+// (blocked, inactive, invited) or was deleted.
+var errPersonInactive = errors.New("oauth: the person may not sign in")
+
+// lockPerson locks the person of an issuance inside its transaction and
+// returns errPersonInactive for one who may not sign in. It is the
+// authority over the person's status: authflow decided on a read made
+// before the transaction, and a block may have committed since. Holding
+// the row until the issuance commits makes a concurrent block wait, and
+// its RevokePerson then finds what was issued. Every transaction that
+// issues for a person takes this lock before it writes anything, and
+// before it locks a token row (the refresh grant), in the order a block
+// takes them (person, then grants and tokens): no deadlock between them.
+func lockPerson(ctx context.Context, tx store.Store, subject string) (store.Person, error) {
+	if subject == "" {
+		return store.Person{}, nil // client credentials: no person
+	}
+	p, err := tx.LockPerson(ctx, subject)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !identity.MaySignIn(p.Status) {
+		return p, errPersonInactive
+	}
+	return p, err
+}
+
+// mint is the one issuance path of every grant and of the implicit flow:
+// it writes the grant and tokens of is through st (a transaction) and
+// returns the response. It returns errPersonInactive, having written
+// nothing, when the person may no longer sign in.
+func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenResponse, store.Grant, error) {
+	now := s.Now().UTC()
+	subject := is.subject
+	if is.grant != nil {
+		subject = is.grant.Subject
+	}
+	if !is.personLocked {
+		if _, err := lockPerson(ctx, st, subject); err != nil {
+			return nil, store.Grant{}, err
+		}
+	}
+	var data grantData
+	switch {
+	case is.grant != nil && len(is.grant.Data) > 0:
+		if err := json.Unmarshal(is.grant.Data, &data); err != nil {
+			return nil, store.Grant{}, err
+		}
+	case len(is.data) > 0:
+		if err := json.Unmarshal(is.data, &data); err != nil {
+			return nil, store.Grant{}, err
+		}
+	}
+	if s.Details.AccessHook.Enabled() {
+		// The hook runs inside the transaction so that a code or refresh
+		// token stays single use; its bounded timeout bounds the hold.
+		narrowed, claims, err := s.accessTokenHook(ctx, st, is.client, subject, is.scopes, data.HookParams)
+		if err != nil {
+			return nil, store.Grant{}, err
+		}
+		is.scopes, data.AdditionalClaims = narrowed, claims
+		b, err := json.Marshal(data)
+		if err != nil {
+			return nil, store.Grant{}, err
+		}
+		is.data = b
+		if is.grant != nil {
+			if err := st.SetGrantData(ctx, is.grant.ID, b); err != nil {
+				return nil, store.Grant{}, err
+			}
+		}
+	}
+	g := store.Grant{}
+	if is.grant != nil {
+		g = *is.grant
+	} else {
+		g = store.Grant{
+			ID:        token.OrderedID(now),
+			ClientID:  is.client.ID,
+			Subject:   is.subject,
+			Scopes:    is.scopes,
+			AuthLevel: is.authLevel,
+			AMR:       is.amr,
+			Data:      is.data,
+			CreatedAt: now,
+		}
+		// The grant (and so every refresh token of it) ends at the maximum
+		// refresh validity, counted from the first token: rotation never
+		// extends a grant.
+		if is.refresh {
+			g.ExpiresAt = now.Add(is.client.RefreshTokenLifetime)
+		} else {
+			g.ExpiresAt = now.Add(is.client.AccessTokenLifetime)
+		}
+		if err := st.CreateGrant(ctx, g); err != nil {
+			return nil, g, err
+		}
+	}
+	// Read in the transaction, after the hook may have narrowed the
+	// scopes; keeping this read cheap is the backend's business (SQLite
+	// answers it from memory).
+	configured, err := st.GetScopes(ctx, is.scopes)
+	if err != nil {
+		return nil, g, err
+	}
+	limit := scopes.UsageLimit(configured)
+	exp := now.Add(is.client.AccessTokenLifetime)
+	access, accessHash, err := s.tokens().Mint(token.AccessToken, token.Claims{GrantID: g.ID, ClientID: is.client.ID,
+		Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: exp})
+	if err != nil {
+		return nil, g, err
+	}
+	if err := st.CreateToken(ctx, store.Token{
+		Hash: accessHash, Kind: store.KindAccess, GrantID: g.ID, ClientID: is.client.ID,
+		Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: exp, UsageLimit: limit,
+	}); err != nil {
+		return nil, g, err
+	}
+	resp := &TokenResponse{
+		TokenType:   "bearer",
+		AccessToken: access,
+		ExpiresIn:   int64(is.client.AccessTokenLifetime / time.Second),
+		ProfileID:   s.profileID(is.client, g.Subject),
+		limited:     limit > 0,
+	}
+	// A token whose uses are counted gets no refresh token (shared/spec/NOTES.md):
+	// a refresh would hand out fresh uses.
+	if is.refresh && limit == 0 {
+		rexp := now.Add(is.client.RefreshTokenLifetime)
+		if rexp.After(g.ExpiresAt) {
+			rexp = g.ExpiresAt
+		}
+		refresh, refreshHash, err := s.tokens().Mint(token.RefreshToken, token.Claims{GrantID: g.ID,
+			ClientID: is.client.ID, Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: rexp})
+		if err != nil {
+			return nil, g, err
+		}
+		if err := st.CreateToken(ctx, store.Token{
+			Hash: refreshHash, Kind: store.KindRefresh, GrantID: g.ID, ClientID: is.client.ID,
+			Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: rexp,
+		}); err != nil {
+			return nil, g, err
+		}
+		resp.RefreshToken = refresh
+	}
+	// RFC 6749 section 5.1: scope is required in the answer when it differs from the request.
+	if !slices.Equal(is.requested, is.scopes) {
+		resp.Scope = joinScopes(is.scopes)
+	}
+	return resp, g, nil
+}
+
+// profileID is "static" for clients that are not mobile app instances
+// (shared/spec/NOTES.md); a mobile app instance gets a stable 6-character
+// profile of the person on that app.
+func (s *Service) profileID(c store.Client, subject string) string {
+	if c.AppIdentifier == "" {
+		return "static"
+	}
+	sum := s.Hasher.Hash("profile_id", c.ID+"\x00"+subject)
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	out := make([]byte, 6)
+	for i := range out {
+		out[i] = alphabet[int(sum[i])%len(alphabet)]
+	}
+	return string(out)
+}

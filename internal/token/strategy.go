@@ -1,0 +1,86 @@
+package token
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// Claims are what a token is issued for. An opaque token only stores them
+// (store.Token); a self-contained format would carry them in the value.
+type Claims struct {
+	GrantID   string
+	ClientID  string
+	Subject   string // "" for a client's own token (client credentials)
+	Scopes    []string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+}
+
+// Strategy is how tokens look and how they are found again (fosite's
+// CoreStrategy): Mint returns a new token and the key the store keeps it
+// under, Key the key of a presented token. The grants, introspection,
+// revocation and bearer authentication use only these, so a second format
+// (JWT access tokens, RFC 9068: a signed value whose key is a hash of its
+// jti) plugs in here without touching them.
+type Strategy interface {
+	Mint(k Kind, c Claims) (value string, key []byte, err error)
+	Key(k Kind, value string) []byte
+}
+
+// Opaque is latchkey's strategy: a prefixed random value of 256 bits,
+// stored under its keyed hash (Hasher), the claims only in the store.
+type Opaque struct{ Hasher *Hasher }
+
+// Mint returns a new value of kind k and its keyed hash.
+func (o Opaque) Mint(k Kind, _ Claims) (string, []byte, error) {
+	v, h := o.Hasher.Mint(k)
+	return v, h, nil
+}
+
+// Key is the keyed hash of a presented value of kind k.
+func (o Opaque) Key(k Kind, value string) []byte { return o.Hasher.HashOf(k, value) }
+
+// TokenGrants reads a token with its grant by key (store.Tokens).
+type TokenGrants interface {
+	GetTokenGrant(ctx context.Context, key []byte) (store.Token, store.Grant, error)
+}
+
+// ErrInactive: the presented token is unknown, expired, revoked, spent (a
+// rotated refresh token), or of another kind than asked for.
+var ErrInactive = errors.New("token: not active")
+
+// Found is an active token: its storage key, its record and its grant.
+type Found struct {
+	Key   []byte
+	Token store.Token
+	Grant store.Grant
+}
+
+// Active is the one answer to "is this token active, and for what"
+// (introspection, in-app device approval, the APIs' bearer credentials):
+// ErrInactive, a store error, or the token found. A usage limit is not
+// spent here: introspection counts a use when it answers active.
+func Active(ctx context.Context, s Strategy, src TokenGrants, k Kind, value string, now time.Time) (Found, error) {
+	key := s.Key(k, value)
+	t, g, err := src.GetTokenGrant(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Found{}, ErrInactive
+	case err != nil:
+		return Found{}, err
+	case t.Kind != storeKind(k) || !t.Active(g, now):
+		return Found{}, ErrInactive
+	}
+	return Found{Key: key, Token: t, Grant: g}, nil
+}
+
+// storeKind is the store's kind of the tokens of kind k.
+func storeKind(k Kind) string {
+	if k == RefreshToken {
+		return store.KindRefresh
+	}
+	return store.KindAccess
+}
