@@ -148,13 +148,21 @@ func (ky *key) info(now time.Time, active *key) Info {
 
 // List reads the stored keys (not the cache) and reports each, oldest first.
 func (k *Keys) List(ctx context.Context) ([]Info, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	snap, err := k.loadLocked(ctx)
+	return ListKeys(ctx, k.store, k.now())
+}
+
+// ListKeys reports every stored key of st at now, oldest first. It opens
+// no private key, so it needs no server key (latchkey keys list).
+func ListKeys(ctx context.Context, st store.SigningKeys, now time.Time) ([]Info, error) {
+	stored, err := st.ListSigningKeys(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("signing: read keys: %w", err)
 	}
-	now := k.now()
+	snap := &snapshot{keys: make([]*key, len(stored))}
+	for i, sk := range stored {
+		sk.SealedPrivate = nil
+		snap.keys[i] = &key{SigningKey: sk}
+	}
 	active := snap.active(now)
 	out := make([]Info, len(snap.keys))
 	for i, ky := range snap.keys {
