@@ -50,7 +50,7 @@ func TestJWKSAcrossInstances(t *testing.T) {
 			if err := json.Unmarshal(body, &set); err != nil {
 				t.Fatal(err)
 			}
-			jws, err := jose.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256})
+			jws, err := jose.ParseSignedCompact(tok, []jose.SignatureAlgorithm{jose.RS256})
 			if err != nil {
 				t.Fatal(err)
 			}

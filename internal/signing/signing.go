@@ -331,7 +331,7 @@ func (k *Keys) JWKS(ctx context.Context) (jose.JSONWebKeySet, error) {
 // algorithm, and, when typ is not "", carry that typ. Verify checks no
 // claims: the caller checks exp, iss, aud and the rest.
 func (k *Keys) Verify(ctx context.Context, token, typ string) ([]byte, error) {
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA})
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA})
 	if err != nil || len(jws.Signatures) != 1 {
 		return nil, ErrInvalid
 	}

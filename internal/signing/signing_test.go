@@ -83,7 +83,7 @@ func sign(t *testing.T, k *Keys, now time.Time) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jws, err := jose.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA})
+	jws, err := jose.ParseSignedCompact(tok, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func kids(set jose.JSONWebKeySet) []string {
 
 // verifyWithJWKS checks tok as a relying party would: with a key of the set.
 func verifyWithJWKS(set jose.JSONWebKeySet, tok string) error {
-	jws, err := jose.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA})
+	jws, err := jose.ParseSignedCompact(tok, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA})
 	if err != nil {
 		return err
 	}
@@ -382,7 +382,7 @@ func TestSignChecksExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if jws, err = jose.ParseSigned(compact, []jose.SignatureAlgorithm{jose.ES256}); err != nil {
+	if jws, err = jose.ParseSignedCompact(compact, []jose.SignatureAlgorithm{jose.ES256}); err != nil {
 		t.Fatal(err)
 	}
 	if typ := jws.Signatures[0].Protected.ExtraHeaders[jose.HeaderType]; typ != "at+jwt" {
