@@ -29,10 +29,13 @@ func (s *Server) startKeys(ctx context.Context, serverKey []byte) error {
 	if err != nil {
 		return err
 	}
-	s.keys.Log = s.log
 	if err := s.keys.EnsureKeys(ctx); err != nil {
 		return fmt.Errorf("signing keys: %w", err)
 	}
+	// Only the rotations of the running server are logged: a start that
+	// then fails (a port in use) must end with its one error line
+	// (OPERATOR.md), and latchkey keys list shows every key anyway.
+	s.keys.Log = s.log
 	return nil
 }
 
