@@ -3,6 +3,7 @@
 //	latchkey serve [--config FILE] [--demo]
 //	latchkey migrate [--config FILE]
 //	latchkey person show|block|unblock|delete ...
+//	latchkey keys list|rotate [--config FILE]
 //	latchkey version
 package main
 
@@ -34,6 +35,9 @@ const usage = `usage:
   latchkey person block|unblock|delete EMAIL_OR_ID [--config FILE] [--partition P]
                                             block (revoking every session and token),
                                             unblock or delete a person
+  latchkey keys list [--config FILE]        list the signing keys (no key material)
+  latchkey keys rotate [--config FILE]      add a signing key now; it signs after oidc.key_publish_ahead
+                                            (PostgreSQL: beside running servers; SQLite: server stopped)
   latchkey version                          print the version
 `
 
@@ -52,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = migrateCmd(ctx, args[1:], stdout)
 	case "person":
 		err = personCmd(ctx, args[1:], stdout)
+	case "keys":
+		err = keysCmd(ctx, args[1:], stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout)
 	case "bench-ceiling": // a child of bench

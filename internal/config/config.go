@@ -55,6 +55,7 @@ type Config struct {
 	Webhooks           Webhooks          `yaml:"webhooks"`
 	Import             Import            `yaml:"import"`
 	BreachedPasswords  BreachedPasswords `yaml:"breached_passwords"`
+	OIDC               OIDC              `yaml:"oidc"`
 	Clients            []Client          `yaml:"clients"`
 	APIUsers           []APIUser         `yaml:"api_users"`
 	Persons            []Person          `yaml:"persons"`
@@ -362,6 +363,7 @@ func (c *Config) fillDefaults() {
 			cl.RefreshTokenLifetime = Duration(DefaultRefreshTokenLifetime)
 		}
 	}
+	c.OIDC.fillDefaults(c.Clients)
 }
 
 // JWKSJSON returns the client's inline JWKS as JSON, or nil.
@@ -507,6 +509,9 @@ func (c *Config) Validate() error {
 		if h.Timeout <= 0 || time.Duration(h.Timeout) > time.Minute {
 			return fmt.Errorf("%s.timeout: must be between 1ms and 1m", name)
 		}
+	}
+	if err := c.OIDC.validate(); err != nil {
+		return err
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -121,6 +121,13 @@ func TestLoadErrors(t *testing.T) {
 		{"bad events trusted proxy", "events:\n  trusted_proxies: [lb.example]\n", nil, "events.trusted_proxies"},
 		{"bad listen from the environment is reported", "", []string{"LATCHKEY_LISTEN=nope"}, "listen"},
 		{"bad debug_listen is reported", "", []string{"LATCHKEY_DEBUG_LISTEN=nope"}, "debug_listen"},
+		{"unknown signing algorithm", "oidc:\n  signing_algorithm: HS256\n", nil, "oidc.signing_algorithm"},
+		{"unknown oidc key", "oidc:\n  signing_alg: RS256\n", nil, "field signing_alg not found"},
+		{"id token lifetime too long", "oidc:\n  id_token_lifetime: 2d\n", nil, "oidc.id_token_lifetime"},
+		{"publish ahead too short", "oidc:\n  key_publish_ahead: 10s\n", nil, "oidc.key_publish_ahead"},
+		{"rotation within the publish-ahead time", "oidc:\n  key_rotation_period: 24h\n", nil, "oidc.key_rotation_period"},
+		{"max signed lifetime below the id token's", "oidc:\n  id_token_lifetime: 2h\n  max_signed_lifetime: 1h\n", nil, "oidc.max_signed_lifetime"},
+		{"bad signing algorithm from the environment", "", []string{"LATCHKEY_OIDC_SIGNING_ALGORITHM=none"}, "oidc.signing_algorithm"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,5 +177,28 @@ func TestTrustedProxiesJoinBothKeys(t *testing.T) {
 	}
 	if got, want := c.ProxyList(), []string{"10.0.0.0/8", "192.0.2.7", "2001:db8::/32"}; !slices.Equal(got, want) {
 		t.Errorf("ProxyList = %v, want the union %v", got, want)
+	}
+}
+
+func TestOIDCDefaults(t *testing.T) {
+	c, err := Load(writeFile(t, goodClient+"  - client_id: long\n    redirect_uris: [https://a.example/cb]\n    access_token_lifetime: 3h\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := OIDC{SigningAlgorithm: "RS256", IDTokenLifetime: Duration(time.Hour),
+		KeyRotationPeriod: Duration(2160 * time.Hour), KeyPublishAhead: Duration(24 * time.Hour),
+		// The longest lifetime a key may sign for: the 3h access tokens.
+		MaxSignedLifetime: Duration(3 * time.Hour)}
+	if c.OIDC != want {
+		t.Errorf("oidc = %+v, want %+v", c.OIDC, want)
+	}
+	c, err = Load(writeFile(t, "oidc:\n  signing_algorithm: EdDSA\n  max_signed_lifetime: 30m\n  id_token_lifetime: 5m\n"),
+		[]string{"LATCHKEY_OIDC_KEY_PUBLISH_AHEAD=2h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OIDC.SigningAlgorithm != "EdDSA" || c.OIDC.MaxSignedLifetime != Duration(30*time.Minute) ||
+		c.OIDC.KeyPublishAhead != Duration(2*time.Hour) {
+		t.Errorf("oidc from file and environment = %+v", c.OIDC)
 	}
 }

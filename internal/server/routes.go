@@ -8,6 +8,7 @@ import (
 	"github.com/latchkey/latchkey/internal/login"
 	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/scopes"
+	"github.com/latchkey/latchkey/internal/signing"
 	"github.com/latchkey/latchkey/web"
 )
 
@@ -37,6 +38,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("POST /oauth/device_authorization/verification", page(s.pages.DeviceSubmit))
 	// RFC 8414: the grant types are the token endpoint's grants table.
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauth.Metadata)
+	// OpenID Connect (issue 20): the public keys of every published signing key.
+	mux.Handle("GET "+signing.PathJWKS, oauthAPI(s.keys.ServeJWKS))
 
 	// Scope configuration API (shared/spec/interface.md, "Scopes API").
 	scopeAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.APIStyle, fn) }

@@ -26,6 +26,7 @@ import (
 	"github.com/latchkey/latchkey/internal/pwpolicy"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/seal"
+	"github.com/latchkey/latchkey/internal/signing"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 	"github.com/latchkey/latchkey/internal/webhook"
@@ -52,6 +53,7 @@ type Server struct {
 	search   *events.Search
 	imports  *personimport.Handler
 	config   *cimconfig.Handler
+	keys     *signing.Keys // sign ID tokens and JWT access tokens (keys.go)
 }
 
 // clientCacheTTL bounds how long an instance uses a client it read: clients
@@ -92,6 +94,9 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		metrics: newMetrics(),
 		now:     now,
 		demo:    opts.Demo,
+	}
+	if err := s.startKeys(ctx, serverKey); err != nil {
+		return nil, err
 	}
 	templates, err := web.Load(cfg.TemplatesDir)
 	if err != nil {

@@ -104,6 +104,7 @@ type Store interface {
 	DeviceCodes
 	ConfigUnits
 	ServerKeys
+	SigningKeys
 
 	// Tx runs fn inside one transaction: fn's Store sees and writes only
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.
@@ -130,6 +131,7 @@ type Store interface {
 	// grant's end, codes, pending requests, sessions, assertion ids) and
 	// reports how many records it removed. Grants and tokens are kept until
 	// their expiry so that revocation and replay checks still find them.
+	// Signing keys go once their ExpireAt has passed.
 	DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 	// EventSink is where an event recorded through this handle goes: a
 	// transaction's handle answers the transaction (the event commits with

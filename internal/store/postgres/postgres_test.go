@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -85,5 +88,64 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 	if got := err.Error(); strings.Contains(got, "secret-pw") {
 		t.Errorf("the error shows the password: %s", got)
+	}
+}
+
+// Two instances (two store handles, each with its own pool) that rotate
+// the signing key at once add one key between them.
+func TestPostgresTwoInstancesRotateOnce(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	var instances [2]*Store
+	for i := range instances {
+		s, err := Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		instances[i] = s
+	}
+	now := time.Now()
+	first := store.SigningKey{KID: "a", Generation: 1, Algorithm: "ES256", SealedPrivate: []byte{1},
+		PublicJWK: []byte(`{}`), CreatedAt: now, PublishAt: now, SignFrom: now}
+	if err := instances[0].AddSigningKey(context.Background(), first, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 10 // each round, both instances rotate past the newest key at once
+	for round := range rounds {
+		gen := int64(round + 2)
+		var wg sync.WaitGroup
+		errs := make([]error, len(instances))
+		start := make(chan struct{})
+		for i, s := range instances {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				k := first
+				k.KID, k.Generation = fmt.Sprintf("k%d-%d", gen, i), gen
+				<-start
+				errs[i] = s.AddSigningKey(context.Background(), k, time.Hour)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		wins := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case !errors.Is(err, store.ErrConflict):
+				t.Fatalf("round %d, instance %d: %v", round, i, err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d instances added generation %d, want 1", round, wins, gen)
+		}
+	}
+	keys, err := instances[1].ListSigningKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != rounds+1 {
+		t.Errorf("%d keys stored after %d rounds of racing rotations, want %d", len(keys), rounds, rounds+1)
 	}
 }

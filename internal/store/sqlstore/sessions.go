@@ -253,6 +253,7 @@ func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 		`DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE expires_at < ?)`,
 		`DELETE FROM grants WHERE expires_at < ?`,
 		`DELETE FROM throttle WHERE expires_at < ?`,
+		`DELETE FROM signing_keys WHERE expire_at > 0 AND expire_at < ?`,
 	} {
 		res, err := db.exec(ctx, q, t)
 		if err != nil {

@@ -44,6 +44,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"DeviceCodes", testDeviceCodes},
 		{"ConfigUnits", testConfigUnits},
 		{"ServerKeys", testServerKeys},
+		{"SigningKeys", testSigningKeys},
 		{"TxCommit", testTxCommit},
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
@@ -75,6 +76,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"DeviceCodeRace", testDeviceCodeRace},
 		{"RevocationRace", testRevocationRace},
 		{"ServerKeyRace", testServerKeyRace},
+		{"SigningKeyRace", testSigningKeyRace},
 		{"RevokePersonRace", testRevokePersonRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/signing"
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+)
+
+// startServe runs the binary's serve until it is ready, and returns a
+// function that stops it with SIGTERM and waits for it.
+func startServe(t *testing.T, dir, cfgPath, addr string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(build(t), "serve", "--config", cfgPath)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/health/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("not ready within 60 s; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Error("serve did not stop within 30 s of SIGTERM")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// jwksKids fetches the JWKS a relying party sees.
+func jwksKids(t *testing.T, base string) []string {
+	t.Helper()
+	resp, err := http.Get(base + signing.PathJWKS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var set jose.JSONWebKeySet
+	if resp.StatusCode != 200 || json.Unmarshal(body, &set) != nil {
+		t.Fatalf("GET %s: %d %s", signing.PathJWKS, resp.StatusCode, body)
+	}
+	var kids []string
+	for _, k := range set.Keys {
+		kids = append(kids, k.KeyID)
+	}
+	return kids
+}
+
+// keyLines are the rows of "keys list" (without the header).
+func keyLines(out string) []string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[1:]
+}
+
+// On SQLite, list reads beside the running server; rotate refuses while
+// the server holds the file (one line, exit 1) and works once it stopped;
+// the restarted server publishes the new key.
+func TestKeysOnSQLite(t *testing.T) {
+	dir := t.TempDir()
+	addr := freePort(t)
+	cfgPath := filepath.Join(dir, "latchkey.yaml")
+	os.WriteFile(cfgPath, []byte("listen: "+addr+"\ndatabase: sqlite:"+filepath.Join(dir, "db", "latchkey.db")+
+		"\nsecret_key_file: "+filepath.Join(dir, "secret.key")+"\noidc:\n  signing_algorithm: ES256\n  key_publish_ahead: 1h\n"), 0o600)
+	run := func(args ...string) (int, string, string) {
+		t.Helper()
+		cmd := exec.Command(build(t), append(args, "--config", cfgPath)...)
+		cmd.Dir = dir
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+
+	stop := startServe(t, dir, cfgPath, addr)
+	code, out, errs := run("keys", "list")
+	if code != 0 {
+		t.Fatalf("keys list beside the server: exit %d, %s", code, errs)
+	}
+	rows := keyLines(out)
+	if len(rows) != 1 || !strings.Contains(rows[0], " ES256 ") || !strings.Contains(rows[0], " signing ") {
+		t.Fatalf("keys list: %q, want one ES256 key, signing", out)
+	}
+	first := strings.Fields(rows[0])[0]
+	if kids := jwksKids(t, "http://"+addr); len(kids) != 1 || kids[0] != first {
+		t.Errorf("JWKS kids %v, want [%s]", kids, first)
+	}
+
+	code, out, errs = run("keys", "rotate")
+	if code != 1 || !strings.Contains(errs, "stop latchkey serve first") || strings.Count(errs, "\n") != 1 || out != "" {
+		t.Errorf("keys rotate beside the SQLite server: exit %d, stdout %q, stderr %q; want exit 1 and one line", code, out, errs)
+	}
+
+	stop()
+	code, out, errs = run("keys", "rotate")
+	if code != 0 || !strings.Contains(out, "published now, signs from") {
+		t.Fatalf("keys rotate with the server stopped: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	_, out, _ = run("keys", "list")
+	rows = keyLines(out)
+	if len(rows) != 2 || !strings.Contains(rows[0], " signing ") || !strings.Contains(rows[1], " published ") {
+		t.Fatalf("keys list after the rotation: %q, want the old key signing and the new one published", out)
+	}
+	second := strings.Fields(rows[1])[0]
+	if strings.Contains(out, `"d"`) || strings.Contains(out, "PRIVATE") {
+		t.Errorf("keys list shows key material: %s", out)
+	}
+
+	startServe(t, dir, cfgPath, addr)
+	kids := jwksKids(t, "http://"+addr)
+	if len(kids) != 2 || kids[0] != first || kids[1] != second {
+		t.Errorf("JWKS after the restart: %v, want [%s %s] (the signing key first)", kids, first, second)
+	}
+
+	for name, tc := range map[string]struct {
+		args []string
+		code int
+		msg  string
+	}{
+		"no subcommand":      {[]string{"keys"}, 2, `want "keys list" or "keys rotate"`},
+		"unknown subcommand": {[]string{"keys", "delete"}, 2, "unknown subcommand"},
+		"extra argument":     {[]string{"keys", "list", "now"}, 2, "unexpected argument"},
+	} {
+		code, _, errs := runCLI(tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.msg) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q", name, code, errs)
+		}
+	}
+}
+
+// On PostgreSQL, rotate runs beside a running server, which publishes the
+// new key at its next read of the keys. A key file other than the
+// database's is refused before anything is written.
+func TestKeysRotateBesideRunningPostgres(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	clock := servertest.NewClock()
+	s := servertest.Start(t, &config.Config{}, servertest.Options{Backend: "postgres", PostgresURL: dsn, Clock: clock})
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "secret.key")
+	os.WriteFile(keyFile, servertest.Key, 0o600)
+	otherKey := filepath.Join(dir, "other.key")
+	os.WriteFile(otherKey, bytes.Repeat([]byte{7}, 32), 0o600)
+	t.Setenv("LATCHKEY_DATABASE", dsn)
+
+	t.Setenv("LATCHKEY_SECRET_KEY_FILE", otherKey)
+	if code, out, errs := runCLI("keys", "rotate"); code != 1 || !strings.Contains(errs, "server key mismatch") || out != "" {
+		t.Errorf("rotate with another key file: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	t.Setenv("LATCHKEY_SECRET_KEY_FILE", filepath.Join(dir, "absent.key"))
+	if code, _, errs := runCLI("keys", "rotate"); code != 1 || !strings.Contains(errs, "secret key file") {
+		t.Errorf("rotate without a key file: exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "absent.key")); err == nil {
+		t.Error("rotate created a server key file")
+	}
+
+	t.Setenv("LATCHKEY_SECRET_KEY_FILE", keyFile)
+	before := jwksKids(t, s.URL)
+	code, out, errs := runCLI("keys", "rotate")
+	if code != 0 || !strings.Contains(out, "published now") {
+		t.Fatalf("rotate beside the server: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = runCLI("keys", "list")
+	rows := keyLines(out)
+	if code != 0 || len(rows) != 2 || !strings.Contains(rows[1], " published ") {
+		t.Fatalf("keys list: exit %d, %q, %q", code, out, errs)
+	}
+	clock.Advance(time.Minute) // past the server's cache of the keys
+	after := jwksKids(t, s.URL)
+	if len(before) != 1 || len(after) != 2 || after[0] != before[0] || after[1] != strings.Fields(rows[1])[0] {
+		t.Errorf("JWKS before the rotation %v, after %v; want the running server to publish the new key second", before, after)
+	}
+}
