@@ -63,6 +63,9 @@ func command(t *testing.T, env []string, args ...string) *exec.Cmd {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	// No load balancer in front of most tests: stop at once on SIGTERM
+	// (a test's env, appended after, may set a delay; the last one counts).
+	cmd.Env = append(cmd.Env, "LATCHKEY_SHUTDOWN_DRAIN_DELAY=0s")
 	cmd.Env = append(cmd.Env, env...)
 	return cmd
 }

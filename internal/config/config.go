@@ -67,6 +67,7 @@ type Config struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// DeviceCodeLifetime is how long device and user codes live (default 10m).
 	DeviceCodeLifetime Duration          `yaml:"device_code_lifetime"`
+	Shutdown           Shutdown          `yaml:"shutdown"`
 	Log                Log               `yaml:"log"`
 	Introspection      Introspection     `yaml:"introspection"`
 	Features           Features          `yaml:"features"`
@@ -90,6 +91,19 @@ func (c *Config) ProxyList() []string {
 		}
 	}
 	return out
+}
+
+// Shutdown configures the graceful stop on SIGTERM/SIGINT (docs/DEPLOY.md).
+type Shutdown struct {
+	// DrainDelay is how long the instance keeps serving after the signal
+	// while readiness answers 503 and responses carry Connection: close, so
+	// that the load balancer takes it out of rotation before the listener
+	// closes. Set it above the balancer's check (fall x interval). Default
+	// 5s; "0s" closes the listener at once (no balancer in front).
+	DrainDelay *Duration `yaml:"drain_delay"`
+	// Timeout bounds how long requests still in flight when the listener
+	// closes may take to finish (default 20s).
+	Timeout Duration `yaml:"timeout"`
 }
 
 // Log configures the process log.
@@ -221,6 +235,10 @@ const (
 	DefaultSecretKeyFile        = "./latchkey-data/secret.key"
 	DefaultAccessTokenLifetime  = time.Hour
 	DefaultRefreshTokenLifetime = 30 * 24 * time.Hour
+	// DefaultDrainDelay outlasts common balancer checks (haproxy's default
+	// inter 2s x fall 3 is 6s; a Kubernetes readiness probe's 10s x 3 is
+	// not, so set shutdown.drain_delay there).
+	DefaultDrainDelay = 7 * time.Second
 )
 
 // Duration is a time.Duration written as "90s", "1h" or "30d" in YAML.
@@ -355,6 +373,13 @@ func (c *Config) fillDefaults() {
 	if c.Import.MaxPersons == 0 {
 		c.Import.MaxPersons = 10000
 	}
+	if c.Shutdown.DrainDelay == nil {
+		d := Duration(DefaultDrainDelay)
+		c.Shutdown.DrainDelay = &d
+	}
+	if c.Shutdown.Timeout == 0 {
+		c.Shutdown.Timeout = Duration(20 * time.Second)
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -455,6 +480,15 @@ func walkEnv(v reflect.Value, prefix string, env map[string]string) error {
 				}
 				fv.SetInt(int64(d))
 			}
+		case reflect.Pointer: // *Duration: unset differs from 0
+			if s, ok := env[name]; ok && fv.Type().Elem() == reflect.TypeFor[Duration]() {
+				d, err := ParseDuration(s)
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				v := Duration(d)
+				fv.Set(reflect.ValueOf(&v))
+			}
 		}
 	}
 	return nil
@@ -479,6 +513,12 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
 		!strings.HasPrefix(c.Database, "postgresql://") {
 		return errors.New("database: want sqlite:PATH or a postgres:// URL")
+	}
+	if d := *c.Shutdown.DrainDelay; d < 0 || d > Duration(10*time.Minute) {
+		return fmt.Errorf("shutdown.drain_delay: %v is not between 0s and 10m", time.Duration(d))
+	}
+	if c.Shutdown.Timeout < 0 || c.Shutdown.Timeout > Duration(10*time.Minute) {
+		return fmt.Errorf("shutdown.timeout: %v is not between 0s and 10m", time.Duration(c.Shutdown.Timeout))
 	}
 	if c.DeviceCodeLifetime < Duration(time.Minute) || c.DeviceCodeLifetime > Duration(24*time.Hour) {
 		return fmt.Errorf("device_code_lifetime: %v is not between 1m and 24h", time.Duration(c.DeviceCodeLifetime))

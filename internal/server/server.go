@@ -41,6 +41,7 @@ type Server struct {
 	now     func() time.Time
 	handler http.Handler
 	demo    bool
+	drain   drain
 
 	clients  *clientauth.Authenticator
 	apiUsers *clientauth.BasicUsers // HTTP basic for the basic_auth APIs
@@ -170,9 +171,9 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	s.routes(mux)
 	// The client address is resolved once, behind the trusted proxies, for
 	// every throttle and event (clientaddr.Of, clientaddr.Key).
-	s.handler = clientaddr.New(cfg.ProxyList()).Middleware(httpx.WithRequestID(
+	s.handler = s.drain.middleware(clientaddr.New(cfg.ProxyList()).Middleware(httpx.WithRequestID(
 		httpx.SecurityHeaders(strings.HasPrefix(cfg.Issuer, "https://"))(
-			httpx.Observe(logger, s.metrics.observe)(mux))))
+			httpx.Observe(logger, s.metrics.observe)(mux)))))
 	return s, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,8 @@ type DB struct {
 	savepoints *int
 	// pendingInv collects a transaction's token cache invalidations.
 	pendingInv *[]invalidation
+	// applied lists the migrations this DB's Migrate applied itself.
+	applied []int
 }
 
 // txChild is the DB that runs statements in tx.
@@ -433,46 +436,68 @@ func affected(res sql.Result) (int64, error) {
 }
 
 // Migrate applies the pending migrations, each in its own transaction, and
-// is a no-op when all are applied.
+// is a no-op when all are applied. Instances starting at once on one
+// PostgreSQL serialise on the dialect's lock: each migration is applied by
+// exactly one of them, the others wait for it and then find it applied.
 func (db *DB) Migrate(ctx context.Context) error {
 	for _, m := range db.d.Migrations {
-		if err := db.migrateOne(ctx, m); err != nil {
+		applied, err := db.migrateOne(ctx, m)
+		if err != nil {
 			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+		}
+		if applied {
+			db.applied = append(db.applied, m.Version)
 		}
 	}
 	return nil
 }
 
-func (db *DB) migrateOne(ctx context.Context, m Migration) error {
+// MigrationReport is what the start-up log says about the schema.
+type MigrationReport struct {
+	Known   []int // the versions this binary carries
+	Applied []int // the versions this process applied (the rest were there)
+}
+
+// Migrations reports the migrations this binary knows and those its
+// Migrate applied.
+func (db *DB) Migrations() MigrationReport {
+	r := MigrationReport{Applied: slices.Clone(db.applied)}
+	for _, m := range db.d.Migrations {
+		r.Known = append(r.Known, m.Version)
+	}
+	return r
+}
+
+func (db *DB) migrateOne(ctx context.Context, m Migration) (bool, error) {
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	if db.d.LockMigrations != "" {
 		if _, err := tx.ExecContext(ctx, db.d.LockMigrations); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-		return err
+		return false, err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, db.sql(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), m.Version).Scan(&n); err != nil {
-		return err
+		return false, err
 	}
 	if n > 0 {
-		return nil
+		return false, nil
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, db.sql(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
 		m.Version, m.Name, time.Now().UnixMicro()); err != nil {
-		return err
+		return false, err
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 // AppliedVersions lists the applied migration versions in order.
