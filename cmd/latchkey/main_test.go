@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +34,11 @@ func build(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(dir, "latchkey")
-		out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+		args := []string{"build", "-race", "-o", binary, "."}
+		if os.Getenv("LATCHKEY_TEST_NORACE") != "" { // for throughput figures (docs/PERFORMANCE.md)
+			args = slices.Delete(args, 1, 2)
+		}
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
