@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -619,6 +620,10 @@ func TestBehindHAProxy(t *testing.T) {
 	stopLog := b.logs[len(b.logs)-1]
 	if !strings.Contains(stopLog, "msg=stopped drained_requests=") {
 		t.Errorf("b's SIGTERM run logged no drained requests:\n%s", stopLog)
+	}
+	// haproxy's checks alone reach b during its drain delay: it kept serving.
+	if m := regexp.MustCompile(`served_while_draining=(\d+)`).FindStringSubmatch(stopLog); m == nil || m[1] == "0" {
+		t.Errorf("b served nothing between SIGTERM and the close of its listener:\n%s", stopLog)
 	}
 	t.Logf("through haproxy: %.0f answers/s with two instances, %.0f with one; SIGKILL: %d failed (%v); "+
 		"rolling restart: %d failed of %d; %d tokens checked", twoRate, oneRate, killFailures, killFailureList,
