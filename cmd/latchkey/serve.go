@@ -82,6 +82,18 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
+	var admin *http.Server
+	if cfg.AdminListen != "" {
+		aln, err := net.Listen("tcp", cfg.AdminListen)
+		if err != nil {
+			return fmt.Errorf("admin_listen %s: %w", cfg.AdminListen, errors.Unwrap(err))
+		}
+		admin = newHTTPServer(srv.AdminHandler(), logger)
+		go func() { _ = admin.Serve(aln) }()
+		defer admin.Close()
+		logger.Info("admin listening", "addr", aln.Addr().String(), "apis", strings.Join(cfg.AdminAPIs, ","))
+	}
+
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("latchkey listening", "version", versionString(), "addr", ln.Addr().String(),

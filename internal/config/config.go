@@ -53,6 +53,14 @@ type Config struct {
 	// DebugListen serves Go's profiler (/debug/pprof/) on its own address,
 	// never on the public one; empty (the default) serves nothing.
 	DebugListen string `yaml:"debug_listen"`
+	// AdminListen serves /metrics, the profiler and the API groups of
+	// AdminAPIs on their own address (e.g. 127.0.0.1:9090, or an internal
+	// network); the public address then answers 404 for them. Empty (the
+	// default): all on the public address, the profiler only on debug_listen.
+	AdminListen string `yaml:"admin_listen"`
+	// AdminAPIs lists the API groups that move to admin_listen:
+	// configuration, scopes, import, events (default none).
+	AdminAPIs []string `yaml:"admin_apis"`
 	// PasswordAuthenticationLevel is the authentication level a password
 	// login reaches (scopes ask for levels; default 1).
 	PasswordAuthenticationLevel int `yaml:"password_authentication_level"`
@@ -68,6 +76,7 @@ type Config struct {
 	// DeviceCodeLifetime is how long device and user codes live (default 10m).
 	DeviceCodeLifetime Duration          `yaml:"device_code_lifetime"`
 	Shutdown           Shutdown          `yaml:"shutdown"`
+	Metrics            Metrics           `yaml:"metrics"`
 	Log                Log               `yaml:"log"`
 	Introspection      Introspection     `yaml:"introspection"`
 	Features           Features          `yaml:"features"`
@@ -104,6 +113,17 @@ type Shutdown struct {
 	// Timeout bounds how long requests still in flight when the listener
 	// closes may take to finish (default 20s).
 	Timeout Duration `yaml:"timeout"`
+}
+
+// AdminGroups are the API groups admin_apis may move to admin_listen
+// (internal/server/routes.go registers each route under its group).
+var AdminGroups = []string{"configuration", "scopes", "import", "events"}
+
+// Metrics configures /metrics (docs/DEPLOY.md, "Metrics").
+type Metrics struct {
+	// ClientLabels adds a client_id label to the token and introspection
+	// counters: one series per client, so off by default.
+	ClientLabels bool `yaml:"client_labels"`
 }
 
 // Log configures the process log.
@@ -509,6 +529,17 @@ func (c *Config) Validate() error {
 	}
 	if c.DebugListen != "" && !isHostPort(c.DebugListen) {
 		return fmt.Errorf("debug_listen: %q is not host:port", c.DebugListen)
+	}
+	if c.AdminListen != "" && !isHostPort(c.AdminListen) {
+		return fmt.Errorf("admin_listen: %q is not host:port", c.AdminListen)
+	}
+	for _, g := range c.AdminAPIs {
+		if !slices.Contains(AdminGroups, g) {
+			return fmt.Errorf("admin_apis: unknown group %q (want %s)", g, strings.Join(AdminGroups, ", "))
+		}
+	}
+	if len(c.AdminAPIs) > 0 && c.AdminListen == "" {
+		return errors.New("admin_apis: set admin_listen too (the address the groups move to)")
 	}
 	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
 		!strings.HasPrefix(c.Database, "postgresql://") {

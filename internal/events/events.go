@@ -67,6 +67,11 @@ const (
 type Recorder struct {
 	Now   func() time.Time
 	NewID func() string
+	// Observe, when set, sees every event appended, with its request (nil
+	// for none): the metrics count outcomes from the events, so no flow
+	// needs a metrics call of its own. An event appended in a transaction
+	// that later rolls back is seen too.
+	Observe func(r *http.Request, e *store.Event)
 }
 
 // NewRecorder returns a Recorder on the wall clock and random UUIDs.
@@ -106,7 +111,17 @@ func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, r *http.Reque
 		ev.ClientIP = clientaddr.Of(r)
 		ev.UserAgent = truncate(r.UserAgent(), 512)
 	}
-	return st.AppendEvents(ctx, ev)
+	return rec.append(ctx, st, r, ev)
+}
+
+func (rec *Recorder) append(ctx context.Context, st Appender, r *http.Request, ev store.Event) error {
+	if err := st.AppendEvents(ctx, ev); err != nil {
+		return err
+	}
+	if rec.Observe != nil {
+		rec.Observe(r, &ev)
+	}
+	return nil
 }
 
 // DisplayName turns TOKEN_REQUEST_ACCESS_TOKEN_CREATED into

@@ -42,7 +42,7 @@ func (rec *Recorder) RecordPerson(ctx context.Context, st Appender, r *http.Requ
 		ev.ClientIP = clientaddr.Of(r)
 		ev.UserAgent = truncate(r.UserAgent(), 512)
 	}
-	return st.AppendEvents(ctx, ev)
+	return rec.append(ctx, st, r, ev)
 }
 
 // PersonRecord is the spec's person event record.

@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+	"net/http/pprof"
+	"slices"
 
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/login"
@@ -11,8 +13,16 @@ import (
 )
 
 // routes is the table of contents of latchkey's HTTP interface: every route
-// is registered here and nowhere else.
-func (s *Server) routes(mux *http.ServeMux) {
+// is registered here and nowhere else. With admin_listen, /metrics, the
+// profiler and the API groups listed in admin_apis go to the admin mux
+// instead, and the public address answers 404 for them.
+func (s *Server) routes(mux, adminMux *http.ServeMux) {
+	on := func(group string) *http.ServeMux {
+		if adminMux != nil && (group == "operations" || slices.Contains(s.cfg.AdminAPIs, group)) {
+			return adminMux
+		}
+		return mux
+	}
 	oauthAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.OAuthStyle, fn) }
 	page := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(s.pages.ServerErrorPage, fn) }
 
@@ -31,23 +41,23 @@ func (s *Server) routes(mux *http.ServeMux) {
 
 	// Scope configuration API (shared/spec/interface.md, "Scopes API").
 	scopeAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.APIStyle, fn) }
-	mux.Handle("GET "+scopes.Path, scopeAPI(s.scopes.List))
-	mux.Handle("POST "+scopes.Path, scopeAPI(s.scopes.Create))
-	mux.Handle("GET "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Get))
-	mux.Handle("PATCH "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Patch))
-	mux.Handle("DELETE "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Delete))
+	on("scopes").Handle("GET "+scopes.Path, scopeAPI(s.scopes.List))
+	on("scopes").Handle("POST "+scopes.Path, scopeAPI(s.scopes.Create))
+	on("scopes").Handle("GET "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Get))
+	on("scopes").Handle("PATCH "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Patch))
+	on("scopes").Handle("DELETE "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Delete))
 
 	// Event search (shared/spec/interface.md, "Events API").
-	mux.Handle("GET /oauth/api/v1/events", oauthAPI(s.search.OAuthEvents))
-	mux.Handle("GET /api/v1/events", oauthAPI(s.search.OAuthEvents)) // the path the spec's sample uses
-	mux.Handle("GET /api/events", httpx.Handle(httpx.EmptyStyle, s.search.PersonEvents))
+	on("events").Handle("GET /oauth/api/v1/events", oauthAPI(s.search.OAuthEvents))
+	on("events").Handle("GET /api/v1/events", oauthAPI(s.search.OAuthEvents)) // the path the spec's sample uses
+	on("events").Handle("GET /api/events", httpx.Handle(httpx.EmptyStyle, s.search.PersonEvents))
 
 	// Person import (shared/spec/interface.md, "Import API").
-	mux.Handle("POST "+personimport.Path, httpx.Handle(httpx.EmptyStyle, s.imports.Import))
+	on("import").Handle("POST "+personimport.Path, httpx.Handle(httpx.EmptyStyle, s.imports.Import))
 
 	// Identity-management configuration (shared/spec/interface.md, "Configuration API").
 	for _, rt := range s.config.Routes() {
-		mux.Handle(rt.Pattern, httpx.Handle(httpx.APIStyle, rt.Handler))
+		on("configuration").Handle(rt.Pattern, httpx.Handle(httpx.APIStyle, rt.Handler))
 	}
 
 	// Hosted pages.
@@ -63,8 +73,23 @@ func (s *Server) routes(mux *http.ServeMux) {
 		mux.Handle("GET /demo/callback", s.pages.DemoCallback(s.cfg.Issuer))
 	}
 
-	// Operations (OPERATOR.md, "Well-known paths").
+	// Operations (OPERATOR.md, "Well-known paths"). Health answers on both
+	// addresses: the balancer checks the public one.
 	mux.HandleFunc("GET /health/alive", s.alive)
 	mux.HandleFunc("GET /health/ready", s.ready)
-	mux.Handle("GET /metrics", s.metrics.handler())
+	on("operations").Handle("GET /metrics", s.metrics.handler())
+	if adminMux != nil {
+		adminMux.HandleFunc("GET /health/alive", s.alive)
+		adminMux.HandleFunc("GET /health/ready", s.ready)
+		profiler(adminMux)
+	}
+}
+
+// profiler registers Go's profiler (net/http/pprof); never on the public mux.
+func profiler(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }

@@ -89,6 +89,8 @@ type shared struct {
 	// every statement (a quarter of an introspection's CPU before this cache).
 	writeStmts, readStmts sync.Map
 	stmtCount             atomic.Int64
+	// observe, when set, gets each statement's duration (ObserveStatements).
+	observe atomic.Pointer[func(op string, d time.Duration)]
 	// pending holds queries first run inside a transaction: they are
 	// prepared on the write pool after it, because a transaction holds
 	// SQLite's only writer connection and preparing on the pool would wait
@@ -315,12 +317,31 @@ func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, 
 			}
 			return nil, db.d.Translate(err)
 		}
+		start := time.Now()
 		res, err = st.ExecContext(ctx, args...)
+		db.observeStmt("exec", start)
 		done()
 		if !db.retryBadConn(ctx, err, attempt) {
 			return res, db.d.Translate(err)
 		}
 	}
+}
+
+// ObserveStatements has fn called with the duration of every statement
+// (op "exec" or "query"; a query until its first row is ready) of this
+// store and its transactions: the store latency operators watch.
+func (db *DB) ObserveStatements(fn func(op string, d time.Duration)) { db.shared.observe.Store(&fn) }
+
+func (db *DB) observeStmt(op string, start time.Time) {
+	if fn := db.shared.observe.Load(); fn != nil {
+		(*fn)(op, time.Since(start))
+	}
+}
+
+// PoolStats reports the connection pools: the writing one and, when reads
+// have a pool of their own (SQLite), the reading one.
+func (db *DB) PoolStats() (write, read sql.DBStats, separate bool) {
+	return db.write.Stats(), db.read.Stats(), db.read != db.write
 }
 
 // maxBadConnRetries bounds retryBadConn.
@@ -372,7 +393,9 @@ func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row
 			}
 			return &row{err: err, done: done}
 		}
+		start := time.Now()
 		r := st.QueryRowContext(ctx, args...)
+		db.observeStmt("query", start)
 		if db.retryBadConn(ctx, r.Err(), attempt) {
 			done()
 			continue
@@ -408,7 +431,9 @@ func (db *DB) query(ctx context.Context, q string, args ...any) (*rows, error) {
 			}
 			return nil, db.d.Translate(err)
 		}
+		start := time.Now()
 		rs, err := st.QueryContext(ctx, args...)
+		db.observeStmt("query", start)
 		if err == nil {
 			return &rows{Rows: rs, done: done}, nil
 		}
