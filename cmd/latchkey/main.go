@@ -17,8 +17,15 @@ import (
 	"strings"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
+// version, commit and buildDate are set at build time with -ldflags
+// "-X main.version=... -X main.commit=... -X main.buildDate=..." (Makefile,
+// Dockerfile); without them they come from Go's build info (its VCS stamp,
+// which GOFLAGS=-buildvcs=false or a build outside git leaves out).
+var (
+	version   = ""
+	commit    = ""
+	buildDate = ""
+)
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
@@ -57,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "bench-ceiling": // a child of bench
 		err = ceilingCmd(ctx, args[1:])
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "latchkey", versionString())
+		printVersion(stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
@@ -112,6 +119,56 @@ func versionString() string {
 		}
 	}
 	return "devel"
+}
+
+// buildInfo is what the binary knows of its build: the commit (with
+// "-dirty" for a modified tree) and the build date (-X main.buildDate, else
+// the commit's time), "unknown" when the build recorded neither.
+func buildInfo() (rev, date, goVersion string) {
+	rev, date, goVersion = "unknown", buildDate, "unknown"
+	if commit != "" {
+		rev = commit
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		if date == "" {
+			date = "unknown"
+		}
+		return rev, date, goVersion
+	}
+	goVersion = bi.GoVersion
+	var vcsTime, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if commit == "" {
+				rev = s.Value
+			}
+		case "vcs.time":
+			vcsTime = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if commit == "" && rev != "unknown" {
+		rev += dirty
+	}
+	if date == "" {
+		date = vcsTime
+	}
+	if date == "" {
+		date = "unknown"
+	}
+	return rev, date, goVersion
+}
+
+// printVersion is `latchkey version`: the first line as before
+// ("latchkey VERSION"), then the commit, build date and Go version.
+func printVersion(w io.Writer) {
+	commit, date, goVersion := buildInfo()
+	fmt.Fprintf(w, "latchkey %s\ncommit: %s\nbuild date: %s\ngo: %s\n", versionString(), commit, date, goVersion)
 }
 
 // flags returns a FlagSet that prints nothing itself: errors become one

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,7 +269,7 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return err
+		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
 	*d = Duration(v)
 	return nil
@@ -300,6 +301,10 @@ func Load(path string, environ []string) (*Config, error) {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		if err := decode(b, c); err != nil {
+			// "config.yaml line 2: unknown key foo": the file and line first.
+			if strings.HasPrefix(err.Error(), "line ") {
+				return nil, fmt.Errorf("config %s %w", path, err)
+			}
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
@@ -324,8 +329,20 @@ func decode(b []byte, c *Config) error {
 	return nil
 }
 
-// cleanYAMLError keeps yaml.v3's messages on one line.
+// unknownFieldRE is yaml.v3's message for an unknown key.
+var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// cleanYAMLError keeps yaml.v3's messages on one line, in the words of the
+// config ("line 2: unknown key foo").
 func cleanYAMLError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			msgs[i] = unknownFieldRE.ReplaceAllString(m, "unknown key $1")
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.ReplaceAll(msg, "\n ", ";")
 	msg = strings.ReplaceAll(msg, "\n", ";")
