@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/latchkey/latchkey/internal/config"
@@ -114,4 +117,50 @@ func TestMetricsCountOutcomes(t *testing.T) {
 			t.Error("/metrics shows a secret")
 		}
 	}
+}
+
+// A refused request is logged at info level with why, the request id and
+// the client id, never the secret it carried; durations are milliseconds.
+func TestRefusalsAreLoggedWithWhy(t *testing.T) {
+	cfg := &config.Config{Clients: []config.Client{{
+		ClientID: "m2m", ClientSecret: "m2m-secret-m2m-secret", TokenEndpointAuthMethod: config.AuthClientSecretPost,
+		GrantTypes: []string{config.GrantClientCredentials}, Scopes: []string{"read"}}}}
+	s := servertest.Start(t, cfg, servertest.Options{})
+	// The error adapter logs through the process logger (serve sets it).
+	var buf bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&syncWriter{w: &buf}, nil)))
+	status, _ := body(t, s.Client(), "POST", s.URL+"/oauth/token", url.Values{"grant_type": {"client_credentials"},
+		"client_id": {"m2m"}, "client_secret": {"not-the-secret-value"}, "scope": {"read"}})
+	if status != 401 {
+		t.Fatalf("wrong secret: %d", status)
+	}
+	logs := s.Log.String() + buf.String()
+	var line string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `msg="request refused"`) {
+			line = l
+		}
+	}
+	if line == "" || !strings.Contains(line, "level=INFO") || !strings.Contains(line, "client_id=m2m") ||
+		!strings.Contains(line, "code=invalid_client") || !strings.Contains(line, "request_id=") || !strings.Contains(line, "why=") {
+		t.Errorf("refusal log line %q: want info level, request id, client id, code and why", line)
+	}
+	if strings.Contains(logs, "not-the-secret-value") {
+		t.Error("the log holds the client secret")
+	}
+	if !strings.Contains(logs, "duration_ms=") {
+		t.Error("request lines carry no duration_ms")
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
