@@ -3,6 +3,7 @@
 //	latchkey serve [--config FILE] [--demo]
 //	latchkey migrate [--config FILE]
 //	latchkey person show|block|unblock|delete ...
+//	latchkey backup [--config FILE] OUT
 //	latchkey version
 package main
 
@@ -41,7 +42,10 @@ const usage = `usage:
   latchkey person block|unblock|delete EMAIL_OR_ID [--config FILE] [--partition P]
                                             block (revoking every session and token),
                                             unblock or delete a person
-  latchkey version                          print the version
+  latchkey backup [--config FILE] OUT       snapshot the SQLite database and its event log
+                                            (OUT, OUT-events) while the server runs
+  latchkey completion bash|zsh|fish         print a shell completion script
+  latchkey version                          print the version, commit and build date
 `
 
 // run executes one command and returns the process exit code. Every failure
@@ -61,6 +65,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = personCmd(ctx, args[1:], stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout)
+	case "backup":
+		err = backupCmd(ctx, args[1:], stdout)
+	case "completion":
+		err = completionCmd(args[1:], stdout)
 	case "bench-ceiling": // a child of bench
 		err = ceilingCmd(ctx, args[1:])
 	case "version", "--version", "-version":

@@ -20,6 +20,7 @@ import (
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/backend"
+	"github.com/latchkey/latchkey/internal/store/sqlite"
 	"github.com/latchkey/latchkey/internal/store/sqlstore"
 	"github.com/latchkey/latchkey/internal/token"
 )
@@ -191,6 +192,35 @@ func migrateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "migrations applied (%s)\n", st.Backend())
 	}
+	return nil
+}
+
+// backupCmd is `latchkey backup [--config FILE] OUT`: a consistent
+// snapshot of the SQLite database and its event log, beside a running
+// server (sqlite.Backup). PostgreSQL is backed up with its own tools.
+func backupCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flags("backup")
+	path := fs.String("config", "", "YAML config `file`")
+	if err := fs.Parse(args); err != nil {
+		return parseError(fs, err)
+	}
+	if fs.NArg() != 1 {
+		return usageError{errors.New("backup: want one argument, the file to write (latchkey backup [--config FILE] OUT)")}
+	}
+	out := fs.Arg(0)
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		return err
+	}
+	db, ok := strings.CutPrefix(cfg.Database, "sqlite:")
+	if !ok {
+		return errors.New("backup: the database is PostgreSQL; back it up with pg_dump or your PostgreSQL backups (docs/DEPLOY.md)")
+	}
+	if err := sqlite.Backup(ctx, db, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backup written: %s and %s-events; restore both beside each other as %s and %s-events, "+
+		"with the server key file %s (not in the backup)\n", out, out, db, db, cfg.SecretKeyFile)
 	return nil
 }
 
