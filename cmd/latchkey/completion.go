@@ -8,7 +8,7 @@ import (
 
 // commands and their flags, for shell completion.
 const (
-	completionCommands = "serve migrate backup bench person version completion help"
+	completionCommands = "serve migrate backup bench person healthcheck version completion help"
 	completionFlags    = "--config --demo --email --partition"
 )
 

@@ -44,6 +44,7 @@ const usage = `usage:
                                             unblock or delete a person
   latchkey backup [--config FILE] OUT       snapshot the SQLite database and its event log
                                             (OUT, OUT-events) while the server runs
+  latchkey healthcheck [--config FILE]      exit 0 when the instance answers readiness 200
   latchkey completion bash|zsh|fish         print a shell completion script
   latchkey version                          print the version, commit and build date
 `
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = benchCmd(ctx, args[1:], stdout)
 	case "backup":
 		err = backupCmd(ctx, args[1:], stdout)
+	case "healthcheck":
+		err = healthcheckCmd(ctx, args[1:])
 	case "completion":
 		err = completionCmd(args[1:], stdout)
 	case "bench-ceiling": // a child of bench

@@ -113,6 +113,12 @@ func TestThreeInstancesMigrateAnEmptyDatabaseOnce(t *testing.T) {
 	}
 	for _, in := range instances {
 		tokenStatus(t, in.addr, 200)
+		if out, err := command(t, in.env, "healthcheck").CombinedOutput(); err != nil {
+			t.Errorf("healthcheck of a ready instance: %v %s", err, out)
+		}
 		stop(t, in.cmd)
+		if err := command(t, in.env, "healthcheck").Run(); err == nil {
+			t.Error("healthcheck of a stopped instance exited 0")
+		}
 	}
 }

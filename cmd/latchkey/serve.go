@@ -224,6 +224,36 @@ func backupCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// healthcheckCmd is `latchkey healthcheck [--config FILE]`: exit 0 when the
+// instance of the config answers readiness 200 on its listen address. For
+// container health checks: an image built from scratch has no curl.
+func healthcheckCmd(ctx context.Context, args []string) error {
+	fs := flags("healthcheck")
+	path := fs.String("config", "", "YAML config `file`")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+cfg.Listen+"/health/ready", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: readiness answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
 func migrationReport(st store.Store) (sqlstore.MigrationReport, bool) {
 	m, ok := st.(interface {
 		Migrations() sqlstore.MigrationReport
