@@ -55,7 +55,6 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("database: %w", err)
 	}
 	defer st.Close()
-	logMigrations(logger, st)
 
 	srv, err := server.New(ctx, cfg, st, logger, key, server.Options{Demo: *demo})
 	if errors.Is(err, store.ErrServerKeyMismatch) {
@@ -95,6 +94,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logger.Info("admin listening", "addr", aln.Addr().String(), "apis", strings.Join(cfg.AdminAPIs, ","))
 	}
 
+	// Logged once the ports are ours: a failed start stays one line on stderr.
+	logMigrations(logger, st)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("latchkey listening", "version", versionString(), "addr", ln.Addr().String(),
