@@ -79,7 +79,8 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		env := []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_DATABASE=" + db,
-			"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(tmp, "secret.key"), "LATCHKEY_LOG_LEVEL=error"}
+			"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(tmp, "secret.key"), "LATCHKEY_LOG_LEVEL=error",
+			"LATCHKEY_SHUTDOWN_DRAIN_DELAY=0s"} // no balancer in front of the bench
 		if *profileDir != "" {
 			if err := os.MkdirAll(*profileDir, 0o755); err != nil {
 				return err

@@ -4,6 +4,7 @@
 //	latchkey migrate [--config FILE]
 //	latchkey person show|block|unblock|delete ...
 //	latchkey keys list|rotate [--config FILE]
+//	latchkey backup [--config FILE] OUT
 //	latchkey version
 package main
 
@@ -18,8 +19,15 @@ import (
 	"strings"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
+// version, commit and buildDate are set at build time with -ldflags
+// "-X main.version=... -X main.commit=... -X main.buildDate=..." (Makefile,
+// Dockerfile); without them they come from Go's build info (its VCS stamp,
+// which GOFLAGS=-buildvcs=false or a build outside git leaves out).
+var (
+	version   = ""
+	commit    = ""
+	buildDate = ""
+)
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
@@ -38,7 +46,11 @@ const usage = `usage:
   latchkey keys list [--config FILE]        list the signing keys (no key material)
   latchkey keys rotate [--config FILE]      add a signing key now; it signs after oidc.key_publish_ahead
                                             (PostgreSQL: beside running servers; SQLite: server stopped)
-  latchkey version                          print the version
+  latchkey backup [--config FILE] OUT       snapshot the SQLite database and its event log
+                                            (OUT, OUT-events) while the server runs
+  latchkey healthcheck [--config FILE]      exit 0 when the instance answers readiness 200
+  latchkey completion bash|zsh|fish         print a shell completion script
+  latchkey version                          print the version, commit and build date
 `
 
 // run executes one command and returns the process exit code. Every failure
@@ -60,10 +72,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = keysCmd(ctx, args[1:], stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout)
+	case "backup":
+		err = backupCmd(ctx, args[1:], stdout)
+	case "healthcheck":
+		err = healthcheckCmd(ctx, args[1:])
+	case "completion":
+		err = completionCmd(args[1:], stdout)
 	case "bench-ceiling": // a child of bench
 		err = ceilingCmd(ctx, args[1:])
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "latchkey", versionString())
+		printVersion(stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
@@ -118,6 +136,56 @@ func versionString() string {
 		}
 	}
 	return "devel"
+}
+
+// buildInfo is what the binary knows of its build: the commit (with
+// "-dirty" for a modified tree) and the build date (-X main.buildDate, else
+// the commit's time), "unknown" when the build recorded neither.
+func buildInfo() (rev, date, goVersion string) {
+	rev, date, goVersion = "unknown", buildDate, "unknown"
+	if commit != "" {
+		rev = commit
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		if date == "" {
+			date = "unknown"
+		}
+		return rev, date, goVersion
+	}
+	goVersion = bi.GoVersion
+	var vcsTime, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if commit == "" {
+				rev = s.Value
+			}
+		case "vcs.time":
+			vcsTime = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if commit == "" && rev != "unknown" {
+		rev += dirty
+	}
+	if date == "" {
+		date = vcsTime
+	}
+	if date == "" {
+		date = "unknown"
+	}
+	return rev, date, goVersion
+}
+
+// printVersion is `latchkey version`: the first line as before
+// ("latchkey VERSION"), then the commit, build date and Go version.
+func printVersion(w io.Writer) {
+	commit, date, goVersion := buildInfo()
+	fmt.Fprintf(w, "latchkey %s\ncommit: %s\nbuild date: %s\ngo: %s\n", versionString(), commit, date, goVersion)
 }
 
 // flags returns a FlagSet that prints nothing itself: errors become one

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +35,11 @@ func build(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(dir, "latchkey")
-		out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+		args := []string{"build", "-race", "-o", binary, "."}
+		if os.Getenv("LATCHKEY_TEST_NORACE") != "" { // for throughput figures (docs/PERFORMANCE.md)
+			args = slices.Delete(args, 1, 2)
+		}
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -63,6 +69,9 @@ func command(t *testing.T, env []string, args ...string) *exec.Cmd {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	// No load balancer in front of most tests: stop at once on SIGTERM
+	// (a test's env, appended after, may set a delay; the last one counts).
+	cmd.Env = append(cmd.Env, "LATCHKEY_SHUTDOWN_DRAIN_DELAY=0s")
 	cmd.Env = append(cmd.Env, env...)
 	return cmd
 }
@@ -198,8 +207,9 @@ func TestFailuresEndWithOneLine(t *testing.T) {
 
 func TestVersionAndMigrate(t *testing.T) {
 	out, err := command(t, nil, "version").Output()
-	if err != nil || !strings.HasPrefix(string(out), "latchkey ") {
-		t.Errorf("version: %q, %v", out, err)
+	if err != nil || !strings.HasPrefix(string(out), "latchkey ") || !strings.Contains(string(out), "\ncommit: ") ||
+		!strings.Contains(string(out), "\nbuild date: ") {
+		t.Errorf("version: %q, %v; want the version, commit and build date", out, err)
 	}
 	cmd := command(t, nil, "migrate")
 	out, err = cmd.CombinedOutput()
@@ -211,5 +221,33 @@ func TestVersionAndMigrate(t *testing.T) {
 	cmd2.Dir, cmd2.Env = cmd.Dir, cmd.Env
 	if out, err := cmd2.CombinedOutput(); err != nil {
 		t.Errorf("second migrate: %q, %v", out, err)
+	}
+}
+
+// Values stamped with -ldflags win over the build info.
+func TestVersionPrintsStampedCommitAndDate(t *testing.T) {
+	defer func(v, c, d string) { version, commit, buildDate = v, c, d }(version, commit, buildDate)
+	version, commit, buildDate = "v1.2.3", "0123456789abcdef", "2001-02-03T04:05:06Z"
+	var b bytes.Buffer
+	printVersion(&b)
+	for _, want := range []string{"latchkey v1.2.3\n", "commit: 0123456789abcdef\n", "build date: 2001-02-03T04:05:06Z\n", "go: go"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("version output %q lacks %q", b.String(), want)
+		}
+	}
+}
+
+// A config error names the file, the line and the key.
+func TestConfigErrorNamesLineAndKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("listen: 127.0.0.1:0\nfoo: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"serve", "--config", path}, io.Discard, &stderr); code == 0 {
+		t.Fatal("serve with an unknown key exited 0")
+	}
+	if want := "latchkey: config " + path + " line 2: unknown key foo\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,11 +20,10 @@ import (
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/backend"
+	"github.com/latchkey/latchkey/internal/store/sqlite"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
 	"github.com/latchkey/latchkey/internal/token"
 )
-
-// shutdownGrace bounds how long in-flight requests may take to drain.
-const shutdownGrace = 20 * time.Second
 
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flags("serve")
@@ -68,17 +68,35 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("listen %s: %w", cfg.Listen, errors.Unwrap(err))
 	}
 	hs := newHTTPServer(srv.Handler(), logger)
-	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	// A buffer of two: the second signal cuts the drain delay short.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(signals)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 
-	go srv.Maintain(sigCtx, time.Minute)
-	go srv.MaintainKeys(sigCtx, time.Minute)
+	go srv.Maintain(runCtx, time.Minute)
+	go srv.MaintainKeys(runCtx, time.Minute)
 	if cfg.DebugListen != "" {
-		if err := serveDebug(sigCtx, cfg.DebugListen, logger); err != nil {
+		if err := serveDebug(runCtx, cfg.DebugListen, logger); err != nil {
 			return err
 		}
 	}
 
+	var admin *http.Server
+	if cfg.AdminListen != "" {
+		aln, err := net.Listen("tcp", cfg.AdminListen)
+		if err != nil {
+			return fmt.Errorf("admin_listen %s: %w", cfg.AdminListen, errors.Unwrap(err))
+		}
+		admin = newHTTPServer(srv.AdminHandler(), logger)
+		go func() { _ = admin.Serve(aln) }()
+		defer admin.Close()
+		logger.Info("admin listening", "addr", aln.Addr().String(), "apis", strings.Join(cfg.AdminAPIs, ","))
+	}
+
+	// Logged once the ports are ours: a failed start stays one line on stderr.
+	logMigrations(logger, st)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("latchkey listening", "version", versionString(), "addr", ln.Addr().String(),
@@ -90,15 +108,40 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
-	case <-sigCtx.Done():
+	case <-ctx.Done():
+	case sig := <-signals:
+		logger.Info("stop requested", "signal", sig.String())
 	}
-	logger.Info("shutting down: draining in-flight requests")
-	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	return drainAndStop(hs, srv, cfg.Shutdown, signals, logger)
+}
+
+// drainAndStop is the graceful stop (docs/DEPLOY.md): readiness answers 503
+// and responses close their connections for the drain delay while the
+// instance keeps serving, so the load balancer stops sending it requests;
+// then the listener closes and in-flight requests finish.
+func drainAndStop(hs *http.Server, srv *server.Server, c config.Shutdown, signals <-chan os.Signal, logger *slog.Logger) error {
+	start := time.Now()
+	srv.StartDrain()
+	delay := time.Duration(*c.DrainDelay)
+	logger.Info("draining: readiness answers 503, still serving", "drain_delay_ms", delay.Milliseconds())
+	timer := time.NewTimer(delay)
+	select {
+	case <-timer.C:
+	case sig := <-signals:
+		timer.Stop()
+		logger.Info("second signal: ending the drain delay early", "signal", sig.String())
+	}
+	served, inFlight := srv.DrainStats()
+	logger.Info("closing the listener", "served_while_draining", served, "in_flight", inFlight)
+	shutCtx, cancel := context.WithTimeout(context.Background(), time.Duration(c.Timeout))
 	defer cancel()
-	if err := hs.Shutdown(shutCtx); err != nil {
+	err := hs.Shutdown(shutCtx)
+	finished, left := srv.DrainStats()
+	logger.Info("stopped", "drained_requests", finished, "unfinished_requests", left,
+		"drain_ms", time.Since(start).Milliseconds())
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	logger.Info("stopped")
 	return nil
 }
 
@@ -145,8 +188,113 @@ func migrateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("database: %w", err)
 	}
 	defer st.Close()
-	fmt.Fprintf(stdout, "migrations applied (%s)\n", st.Backend())
+	if r, ok := migrationReport(st); ok {
+		fmt.Fprintf(stdout, "migrations applied (%s): %d known, latest %s; applied now: %s\n",
+			st.Backend(), len(r.Known), latestVersion(r.Known), versionList(r.Applied))
+	} else {
+		fmt.Fprintf(stdout, "migrations applied (%s)\n", st.Backend())
+	}
 	return nil
+}
+
+// backupCmd is `latchkey backup [--config FILE] OUT`: a consistent
+// snapshot of the SQLite database and its event log, beside a running
+// server (sqlite.Backup). PostgreSQL is backed up with its own tools.
+func backupCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flags("backup")
+	path := fs.String("config", "", "YAML config `file`")
+	if err := fs.Parse(args); err != nil {
+		return parseError(fs, err)
+	}
+	if fs.NArg() != 1 {
+		return usageError{errors.New("backup: want one argument, the file to write (latchkey backup [--config FILE] OUT)")}
+	}
+	out := fs.Arg(0)
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		return err
+	}
+	db, ok := strings.CutPrefix(cfg.Database, "sqlite:")
+	if !ok {
+		return errors.New("backup: the database is PostgreSQL; back it up with pg_dump or your PostgreSQL backups (docs/DEPLOY.md)")
+	}
+	if err := sqlite.Backup(ctx, db, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backup written: %s and %s-events; restore both beside each other as %s and %s-events, "+
+		"with the server key file %s (not in the backup)\n", out, out, db, db, cfg.SecretKeyFile)
+	return nil
+}
+
+// healthcheckCmd is `latchkey healthcheck [--config FILE]`: exit 0 when the
+// instance of the config answers readiness 200 on its listen address. For
+// container health checks: an image built from scratch has no curl.
+func healthcheckCmd(ctx context.Context, args []string) error {
+	fs := flags("healthcheck")
+	path := fs.String("config", "", "YAML config `file`")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+cfg.Listen+"/health/ready", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: readiness answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func migrationReport(st store.Store) (sqlstore.MigrationReport, bool) {
+	m, ok := st.(interface {
+		Migrations() sqlstore.MigrationReport
+	})
+	if !ok {
+		return sqlstore.MigrationReport{}, false
+	}
+	return m.Migrations(), true
+}
+
+// logMigrations says at start which migrations the binary found and which
+// of them this instance applied: of instances starting at once on one
+// PostgreSQL, one applies each migration and the others find it applied.
+func logMigrations(logger *slog.Logger, st store.Store) {
+	r, ok := migrationReport(st)
+	if !ok {
+		return
+	}
+	logger.Info("schema migrations", "store", st.Backend(), "known", len(r.Known), "latest", latestVersion(r.Known),
+		"applied", versionList(r.Applied))
+}
+
+func latestVersion(vs []int) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%04d", vs[len(vs)-1])
+}
+
+// versionList writes versions as "0011,0012" ("none" when empty).
+func versionList(vs []int) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%04d", v)
+	}
+	return strings.Join(parts, ",")
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {

@@ -71,6 +71,11 @@ func (a *Authenticator) guardedSecret(ctx context.Context, r *http.Request, id, 
 		retry = max(retry, a.refused.Remaining(idKey, now))
 	}
 	if retry > 0 {
+		if a.refused.Remaining(ipKey, now) > 0 {
+			throttle.CountRefusal(ipKey)
+		} else {
+			throttle.CountRefusal(idKey)
+		}
 		return store.Client{}, throttledError(retry, false)
 	}
 	c, err := a.checkSecret(ctx, id, secret, m)
@@ -95,6 +100,7 @@ func (a *Authenticator) guardedSecret(ctx context.Context, r *http.Request, id, 
 			return c, terr
 		}
 		if !ok {
+			throttle.CountRefusal(l.Key)
 			a.refused.Hold(l.Key, retry, now)
 			worst = max(worst, retry)
 		}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,14 @@ type Config struct {
 	// DebugListen serves Go's profiler (/debug/pprof/) on its own address,
 	// never on the public one; empty (the default) serves nothing.
 	DebugListen string `yaml:"debug_listen"`
+	// AdminListen serves /metrics, the profiler and the API groups of
+	// AdminAPIs on their own address (e.g. 127.0.0.1:9090, or an internal
+	// network); the public address then answers 404 for them. Empty (the
+	// default): all on the public address, the profiler only on debug_listen.
+	AdminListen string `yaml:"admin_listen"`
+	// AdminAPIs lists the API groups that move to admin_listen:
+	// configuration, scopes, import, events (default none).
+	AdminAPIs []string `yaml:"admin_apis"`
 	// PasswordAuthenticationLevel is the authentication level a password
 	// login reaches (scopes ask for levels; default 1).
 	PasswordAuthenticationLevel int `yaml:"password_authentication_level"`
@@ -48,6 +57,8 @@ type Config struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// DeviceCodeLifetime is how long device and user codes live (default 10m).
 	DeviceCodeLifetime Duration          `yaml:"device_code_lifetime"`
+	Shutdown           Shutdown          `yaml:"shutdown"`
+	Metrics            Metrics           `yaml:"metrics"`
 	Log                Log               `yaml:"log"`
 	Introspection      Introspection     `yaml:"introspection"`
 	Features           Features          `yaml:"features"`
@@ -72,6 +83,30 @@ func (c *Config) ProxyList() []string {
 		}
 	}
 	return out
+}
+
+// Shutdown configures the graceful stop on SIGTERM/SIGINT (docs/DEPLOY.md).
+type Shutdown struct {
+	// DrainDelay is how long the instance keeps serving after the signal
+	// while readiness answers 503 and responses carry Connection: close, so
+	// that the load balancer takes it out of rotation before the listener
+	// closes. Set it above the balancer's check (fall x interval). Default
+	// 5s; "0s" closes the listener at once (no balancer in front).
+	DrainDelay *Duration `yaml:"drain_delay"`
+	// Timeout bounds how long requests still in flight when the listener
+	// closes may take to finish (default 20s).
+	Timeout Duration `yaml:"timeout"`
+}
+
+// AdminGroups are the API groups admin_apis may move to admin_listen
+// (internal/server/routes.go registers each route under its group).
+var AdminGroups = []string{"configuration", "scopes", "import", "events"}
+
+// Metrics configures /metrics (docs/DEPLOY.md, "Metrics").
+type Metrics struct {
+	// ClientLabels adds a client_id label to the token and introspection
+	// counters: one series per client, so off by default.
+	ClientLabels bool `yaml:"client_labels"`
 }
 
 // Log configures the process log.
@@ -203,6 +238,10 @@ const (
 	DefaultSecretKeyFile        = "./latchkey-data/secret.key"
 	DefaultAccessTokenLifetime  = time.Hour
 	DefaultRefreshTokenLifetime = 30 * 24 * time.Hour
+	// DefaultDrainDelay outlasts common balancer checks (haproxy's default
+	// inter 2s x fall 3 is 6s; a Kubernetes readiness probe's 10s x 3 is
+	// not, so set shutdown.drain_delay there).
+	DefaultDrainDelay = 7 * time.Second
 )
 
 // Duration is a time.Duration written as "90s", "1h" or "30d" in YAML.
@@ -212,7 +251,7 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return err
+		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
 	*d = Duration(v)
 	return nil
@@ -244,6 +283,10 @@ func Load(path string, environ []string) (*Config, error) {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		if err := decode(b, c); err != nil {
+			// "config.yaml line 2: unknown key foo": the file and line first.
+			if strings.HasPrefix(err.Error(), "line ") {
+				return nil, fmt.Errorf("config %s %w", path, err)
+			}
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
@@ -268,8 +311,20 @@ func decode(b []byte, c *Config) error {
 	return nil
 }
 
-// cleanYAMLError keeps yaml.v3's messages on one line.
+// unknownFieldRE is yaml.v3's message for an unknown key.
+var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+
+// cleanYAMLError keeps yaml.v3's messages on one line, in the words of the
+// config ("line 2: unknown key foo").
 func cleanYAMLError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			msgs[i] = unknownFieldRE.ReplaceAllString(m, "unknown key $1")
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	msg = strings.ReplaceAll(msg, "\n ", ";")
 	msg = strings.ReplaceAll(msg, "\n", ";")
@@ -336,6 +391,13 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Import.MaxPersons == 0 {
 		c.Import.MaxPersons = 10000
+	}
+	if c.Shutdown.DrainDelay == nil {
+		d := Duration(DefaultDrainDelay)
+		c.Shutdown.DrainDelay = &d
+	}
+	if c.Shutdown.Timeout == 0 {
+		c.Shutdown.Timeout = Duration(20 * time.Second)
 	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
@@ -432,6 +494,15 @@ func walkEnv(v reflect.Value, prefix string, env map[string]string) error {
 				}
 				fv.SetInt(int64(d))
 			}
+		case reflect.Pointer: // *Duration: unset differs from 0
+			if s, ok := env[name]; ok && fv.Type().Elem() == reflect.TypeFor[Duration]() {
+				d, err := ParseDuration(s)
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				v := Duration(d)
+				fv.Set(reflect.ValueOf(&v))
+			}
 		}
 	}
 	return nil
@@ -453,9 +524,26 @@ func (c *Config) Validate() error {
 	if c.DebugListen != "" && !isHostPort(c.DebugListen) {
 		return fmt.Errorf("debug_listen: %q is not host:port", c.DebugListen)
 	}
+	if c.AdminListen != "" && !isHostPort(c.AdminListen) {
+		return fmt.Errorf("admin_listen: %q is not host:port", c.AdminListen)
+	}
+	for _, g := range c.AdminAPIs {
+		if !slices.Contains(AdminGroups, g) {
+			return fmt.Errorf("admin_apis: unknown group %q (want %s)", g, strings.Join(AdminGroups, ", "))
+		}
+	}
+	if len(c.AdminAPIs) > 0 && c.AdminListen == "" {
+		return errors.New("admin_apis: set admin_listen too (the address the groups move to)")
+	}
 	if !strings.HasPrefix(c.Database, "sqlite:") && !strings.HasPrefix(c.Database, "postgres://") &&
 		!strings.HasPrefix(c.Database, "postgresql://") {
 		return errors.New("database: want sqlite:PATH or a postgres:// URL")
+	}
+	if d := *c.Shutdown.DrainDelay; d < 0 || d > Duration(10*time.Minute) {
+		return fmt.Errorf("shutdown.drain_delay: %v is not between 0s and 10m", time.Duration(d))
+	}
+	if c.Shutdown.Timeout < 0 || c.Shutdown.Timeout > Duration(10*time.Minute) {
+		return fmt.Errorf("shutdown.timeout: %v is not between 0s and 10m", time.Duration(c.Shutdown.Timeout))
 	}
 	if c.DeviceCodeLifetime < Duration(time.Minute) || c.DeviceCodeLifetime > Duration(24*time.Hour) {
 		return fmt.Errorf("device_code_lifetime: %v is not between 1m and 24h", time.Duration(c.DeviceCodeLifetime))

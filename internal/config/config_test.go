@@ -85,8 +85,8 @@ func TestLoadErrors(t *testing.T) {
 		env        []string
 		want       string // substring of the error
 	}{
-		{"unknown top-level key is an error", "lisen: 1.2.3.4:80\n", nil, "field lisen not found"},
-		{"unknown nested key is an error", client("    secret: x\n"), nil, "field secret not found"},
+		{"unknown top-level key is an error", "lisen: 1.2.3.4:80\n", nil, "line 1: unknown key lisen"},
+		{"unknown nested key is an error", client("    secret: x\n"), nil, "line 3: unknown key secret"},
 		{"malformed yaml", "listen: [\n", nil, "config"},
 		{"wrong type", "clients: 3\n", nil, "cannot unmarshal"},
 		{"listen without port", "listen: localhost\n", nil, "listen"},

@@ -20,6 +20,11 @@ type Recorder struct {
 	NewID func() string
 	// Log takes the failed writes of Observe; nil: slog.Default().
 	Log *slog.Logger
+	// Observe, when set, sees every event appended, with its request's
+	// facts: the metrics count outcomes from the events, so no flow needs a
+	// metrics call of its own. An event appended in a transaction that
+	// later rolls back is seen too.
+	Observe func(f request.Facts, e *store.Event)
 }
 
 // ObserveOAuth records an event outside any transaction (a refusal, an
@@ -79,7 +84,17 @@ func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, f request.Fac
 		ClientIP:      f.Addr,
 		UserAgent:     f.UserAgent,
 	}
-	return st.AppendEvents(ctx, ev)
+	return rec.append(ctx, st, f, ev)
+}
+
+func (rec *Recorder) append(ctx context.Context, st Appender, f request.Facts, ev store.Event) error {
+	if err := st.AppendEvents(ctx, ev); err != nil {
+		return err
+	}
+	if rec.Observe != nil {
+		rec.Observe(f, &ev)
+	}
+	return nil
 }
 
 // DisplayName turns TOKEN_REQUEST_ACCESS_TOKEN_CREATED into

@@ -29,7 +29,7 @@ func (rec *Recorder) RecordPerson(ctx context.Context, st Appender, f request.Fa
 	ev := store.Event{ID: rec.NewID(), Kind: store.EventPerson, Type: e.Type, Name: name, PersonID: e.PersonID,
 		UserID: e.PersonID, AgentUser: e.AgentUser, Partition: e.Partition, Context: e.Context, Occurred: rec.Now().UTC()}
 	ev.ClientIP, ev.UserAgent = f.Addr, f.UserAgent
-	return st.AppendEvents(ctx, ev)
+	return rec.append(ctx, st, f, ev)
 }
 
 // PersonRecord is the spec's person event record.

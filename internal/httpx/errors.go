@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -77,6 +78,34 @@ func EmptyStyle(w http.ResponseWriter, e *Error) {
 // HandlerFunc is a handler that returns its error instead of writing it.
 type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// ClientIDOf is the client id a request names, for logs: the form's or
+// query's client_id, else the user of HTTP Basic (never its password);
+// "" when it names none. It never parses a body itself.
+func ClientIDOf(r *http.Request) string {
+	if r.PostForm != nil {
+		if id := r.PostForm.Get("client_id"); id != "" {
+			return truncateID(id)
+		}
+	}
+	if id := r.URL.Query().Get("client_id"); id != "" {
+		return truncateID(id)
+	}
+	if user, _, ok := r.BasicAuth(); ok {
+		if id, err := url.QueryUnescape(user); err == nil {
+			return truncateID(id)
+		}
+	}
+	return ""
+}
+
+// truncateID keeps a hostile client id from flooding the log.
+func truncateID(id string) string {
+	if len(id) > 128 {
+		return id[:128] + "..."
+	}
+	return id
+}
+
 // Handle adapts fn to http.Handler: an *Error is written in style; any other
 // error is logged with the request id and answered as a 500 server_error
 // whose body says nothing about the cause.
@@ -102,9 +131,17 @@ func Handle(style Style, fn HandlerFunc) http.Handler {
 		if he.Status >= 500 || errors.Is(err, context.DeadlineExceeded) {
 			slog.ErrorContext(r.Context(), "request failed", "request_id", RequestID(r.Context()),
 				"route", r.Pattern, "status", he.Status, "err", he.Cause)
-		} else if he.Cause != nil {
-			slog.DebugContext(r.Context(), "request refused", "request_id", RequestID(r.Context()),
-				"route", r.Pattern, "status", he.Status, "code", he.Code, "err", he.Cause)
+		} else {
+			// Every refusal says why at info level, for the operator who
+			// is asked "why was I refused?": the request id the caller saw,
+			// the client it named, the answer and its cause. Never a
+			// secret: the client id only, the description the caller got.
+			attrs := []any{"request_id", RequestID(r.Context()), "client_id", ClientIDOf(r),
+				"route", r.Pattern, "status", he.Status, "code", he.Code, "why", he.Description}
+			if he.Cause != nil {
+				attrs = append(attrs, "err", he.Cause)
+			}
+			slog.InfoContext(r.Context(), "request refused", attrs...)
 		}
 		for k, v := range he.Header {
 			w.Header().Set(k, v)

@@ -111,7 +111,7 @@ func Observe(logger *slog.Logger, done func(r *http.Request, status int, d time.
 					slog.String("route", r.Pattern),
 					slog.Int("status", rec.Status),
 					slog.Int("bytes", rec.Bytes),
-					slog.Duration("duration", d),
+					slog.Float64("duration_ms", float64(d.Microseconds())/1000), // milliseconds, as every duration latchkey logs
 					slog.String("remote", r.RemoteAddr))
 			}()
 			next.ServeHTTP(rec, r)

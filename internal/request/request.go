@@ -25,6 +25,9 @@ type Facts struct {
 	DeviceCookie string
 	// Time is when the request is being answered.
 	Time time.Time
+	// GrantType is the token endpoint's grant_type once its form was
+	// parsed (the metrics label token events by it); "" elsewhere.
+	GrantType string
 }
 
 // Of returns the facts of r, without a time (At sets it). A nil r (a
@@ -38,6 +41,9 @@ func Of(r *http.Request) Facts {
 	f.UserAgent = r.UserAgent()
 	if len(f.UserAgent) > maxUserAgent {
 		f.UserAgent = f.UserAgent[:maxUserAgent]
+	}
+	if r.PostForm != nil { // never parse here: only what a handler parsed
+		f.GrantType = r.PostForm.Get("grant_type")
 	}
 	return f
 }

@@ -19,9 +19,15 @@ func (s *Server) alive(w http.ResponseWriter, r *http.Request) {
 }
 
 // ready answers 200 only when the store answers within two seconds, so a
-// load balancer stops sending traffic to an instance that lost its database.
+// load balancer stops sending traffic to an instance that lost its database,
+// and 503 from the moment a graceful stop began (StartDrain), so it stops
+// sending traffic to an instance that is about to close its listener.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	httpx.NoStore(w)
+	if s.drain.draining.Load() {
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, health{Status: "draining"})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {

@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+	"net/http/pprof"
+	"slices"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/httpx"
@@ -16,8 +18,16 @@ import (
 // is registered here and nowhere else. Each handler parses, calls its
 // service and answers in its API's error style (httpx.OAuthStyle: RFC 6749
 // bodies; APIStyle: the scopes and configuration APIs; EmptyStyle: status
-// only; hosted pages render an HTML error page).
-func (s *Server) routes(mux *http.ServeMux) {
+// only; hosted pages render an HTML error page). With admin_listen,
+// /metrics, the profiler and the API groups listed in admin_apis go to the
+// admin mux instead, and the public address answers 404 for them.
+func (s *Server) routes(mux, adminMux *http.ServeMux) {
+	on := func(group string) *http.ServeMux {
+		if adminMux != nil && (group == "operations" || slices.Contains(s.cfg.AdminAPIs, group)) {
+			return adminMux
+		}
+		return mux
+	}
 	oauthAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.OAuthStyle, fn) }
 	page := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(s.pages.ServerErrorPage, fn) }
 
@@ -43,62 +53,62 @@ func (s *Server) routes(mux *http.ServeMux) {
 
 	// Scope configuration API (shared/spec/interface.md, "Scopes API").
 	scopeAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.APIStyle, fn) }
-	mux.Handle("GET "+scopes.Path, scopeAPI(s.scopes.List))
-	mux.Handle("POST "+scopes.Path, scopeAPI(s.scopes.Create))
-	mux.Handle("GET "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Get))
-	mux.Handle("PATCH "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Patch))
-	mux.Handle("DELETE "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Delete))
+	on("scopes").Handle("GET "+scopes.Path, scopeAPI(s.scopes.List))
+	on("scopes").Handle("POST "+scopes.Path, scopeAPI(s.scopes.Create))
+	on("scopes").Handle("GET "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Get))
+	on("scopes").Handle("PATCH "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Patch))
+	on("scopes").Handle("DELETE "+scopes.Path+"/{scope}", scopeAPI(s.scopes.Delete))
 
 	// Event search (shared/spec/interface.md, "Events API").
-	mux.Handle("GET /oauth/api/v1/events", oauthAPI(s.search.OAuthEvents))
-	mux.Handle("GET /api/v1/events", oauthAPI(s.search.OAuthEvents)) // the path the spec's sample uses
-	mux.Handle("GET /api/events", httpx.Handle(httpx.EmptyStyle, s.search.PersonEvents))
+	on("events").Handle("GET /oauth/api/v1/events", oauthAPI(s.search.OAuthEvents))
+	on("events").Handle("GET /api/v1/events", oauthAPI(s.search.OAuthEvents)) // the path the spec's sample uses
+	on("events").Handle("GET /api/events", httpx.Handle(httpx.EmptyStyle, s.search.PersonEvents))
 
 	// Person import (shared/spec/interface.md, "Import API").
-	mux.Handle("POST "+personimport.Path, httpx.Handle(httpx.EmptyStyle, s.imports.Import))
+	on("import").Handle("POST "+personimport.Path, httpx.Handle(httpx.EmptyStyle, s.imports.Import))
 
 	// Identity-management configuration (shared/spec/interface.md,
 	// "Configuration API"): basic_auth API users; v1 answers 500 and v2 409
 	// while the API is off (NOTES.md). A unit's GET answers the unit, its
 	// POST replaces it (docs/DESIGN.md, identity-management configuration).
-	c := s.config
+	c, cfgMux := s.config, on("configuration")
 	cfgAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.APIStyle, fn) }
-	mux.Handle("GET /api/config", cfgAPI(c.GetV1))
-	mux.Handle("POST /api/config/extension/reload", cfgAPI(c.ReloadExtensions))
-	mux.Handle("GET /api/config/identity-providers", cfgAPI(c.IdentityProviders))
-	mux.Handle("GET /api/v2/attributes", cfgAPI(c.GetUnit(cimconfig.UnitAttributes)))
-	mux.Handle("POST /api/v2/attributes", cfgAPI(c.PostUnit(cimconfig.UnitAttributes)))
-	mux.Handle("GET /api/v2/config", cfgAPI(c.GetV2))
-	mux.Handle("POST /api/v2/config", cfgAPI(c.PostV2))
-	mux.Handle("GET /api/v2/config/custom-messages", cfgAPI(c.GetUnit(cimconfig.UnitCustomMessages)))
-	mux.Handle("PUT /api/v2/config/custom-messages", cfgAPI(c.PostUnit(cimconfig.UnitCustomMessages)))
-	mux.Handle("PUT /api/v2/config/custom-messages/{locale_variant}/batch", cfgAPI(c.PutMessages))
-	mux.Handle("DELETE /api/v2/config/custom-messages/{locale_variant}/{message_key}", cfgAPI(c.DeleteMessage))
-	mux.Handle("GET /api/v2/config/features", cfgAPI(c.GetUnit(cimconfig.UnitFeatures)))
-	mux.Handle("POST /api/v2/config/features", cfgAPI(c.PostUnit(cimconfig.UnitFeatures)))
-	mux.Handle("GET /api/v2/config/features/action-token/whitelisted-urls", cfgAPI(c.ListURLs(cimconfig.ActionTokenURLs)))
-	mux.Handle("POST /api/v2/config/features/action-token/whitelisted-urls", cfgAPI(c.AddURL(cimconfig.ActionTokenURLs, http.StatusCreated)))
-	mux.Handle("DELETE /api/v2/config/features/action-token/whitelisted-urls/{url_id}", cfgAPI(c.DeleteURL(cimconfig.ActionTokenURLs)))
-	mux.Handle("GET /api/v2/config/login-methods", cfgAPI(c.GetUnit(cimconfig.UnitLoginMethods)))
-	mux.Handle("GET /api/v2/config/notifications/email", cfgAPI(c.GetUnit(cimconfig.UnitEmailNotifications)))
-	mux.Handle("POST /api/v2/config/notifications/email", cfgAPI(c.PostUnit(cimconfig.UnitEmailNotifications)))
-	mux.Handle("GET /api/v2/config/organisations", cfgAPI(c.GetUnit(cimconfig.UnitOrganisations)))
-	mux.Handle("POST /api/v2/config/password-policy", cfgAPI(c.PostUnit(cimconfig.UnitPasswordPolicy)))
-	mux.Handle("GET /api/v2/config/redirects", cfgAPI(c.GetUnit(cimconfig.UnitRedirects)))
-	mux.Handle("POST /api/v2/config/redirects", cfgAPI(c.PostUnit(cimconfig.UnitRedirects)))
-	mux.Handle("GET /api/v2/config/redirects/whitelisted-urls", cfgAPI(c.ListURLs(cimconfig.RedirectURLs)))
-	mux.Handle("POST /api/v2/config/redirects/whitelisted-urls", cfgAPI(c.AddURL(cimconfig.RedirectURLs, http.StatusOK)))
-	mux.Handle("DELETE /api/v2/config/redirects/whitelisted-urls/{url_id}", cfgAPI(c.DeleteURL(cimconfig.RedirectURLs)))
-	mux.Handle("GET /api/v2/config/step-up", cfgAPI(c.GetUnit(cimconfig.UnitStepUp)))
-	mux.Handle("POST /api/v2/config/step-up", cfgAPI(c.PostUnit(cimconfig.UnitStepUp)))
-	mux.Handle("GET /api/v2/config/ui-extension", cfgAPI(c.GetUnit(cimconfig.UnitUIExtension)))
-	mux.Handle("POST /api/v2/config/ui-extension", cfgAPI(c.PostUnit(cimconfig.UnitUIExtension)))
-	mux.Handle("GET /v2/config/certificates", cfgAPI(c.ListCertificates))
-	mux.Handle("POST /v2/config/certificates", cfgAPI(c.AddCertificate))
-	mux.Handle("POST /v2/config/certificates/batch", cfgAPI(c.BatchCertificates))
-	mux.Handle("GET /v2/config/certificates/{certificateId}", cfgAPI(c.GetCertificate))
-	mux.Handle("POST /v2/config/certificates/{certificateId}", cfgAPI(c.UpdateCertificate))
-	mux.Handle("DELETE /v2/config/certificates/{certificateId}", cfgAPI(c.DeleteCertificate))
+	cfgMux.Handle("GET /api/config", cfgAPI(c.GetV1))
+	cfgMux.Handle("POST /api/config/extension/reload", cfgAPI(c.ReloadExtensions))
+	cfgMux.Handle("GET /api/config/identity-providers", cfgAPI(c.IdentityProviders))
+	cfgMux.Handle("GET /api/v2/attributes", cfgAPI(c.GetUnit(cimconfig.UnitAttributes)))
+	cfgMux.Handle("POST /api/v2/attributes", cfgAPI(c.PostUnit(cimconfig.UnitAttributes)))
+	cfgMux.Handle("GET /api/v2/config", cfgAPI(c.GetV2))
+	cfgMux.Handle("POST /api/v2/config", cfgAPI(c.PostV2))
+	cfgMux.Handle("GET /api/v2/config/custom-messages", cfgAPI(c.GetUnit(cimconfig.UnitCustomMessages)))
+	cfgMux.Handle("PUT /api/v2/config/custom-messages", cfgAPI(c.PostUnit(cimconfig.UnitCustomMessages)))
+	cfgMux.Handle("PUT /api/v2/config/custom-messages/{locale_variant}/batch", cfgAPI(c.PutMessages))
+	cfgMux.Handle("DELETE /api/v2/config/custom-messages/{locale_variant}/{message_key}", cfgAPI(c.DeleteMessage))
+	cfgMux.Handle("GET /api/v2/config/features", cfgAPI(c.GetUnit(cimconfig.UnitFeatures)))
+	cfgMux.Handle("POST /api/v2/config/features", cfgAPI(c.PostUnit(cimconfig.UnitFeatures)))
+	cfgMux.Handle("GET /api/v2/config/features/action-token/whitelisted-urls", cfgAPI(c.ListURLs(cimconfig.ActionTokenURLs)))
+	cfgMux.Handle("POST /api/v2/config/features/action-token/whitelisted-urls", cfgAPI(c.AddURL(cimconfig.ActionTokenURLs, http.StatusCreated)))
+	cfgMux.Handle("DELETE /api/v2/config/features/action-token/whitelisted-urls/{url_id}", cfgAPI(c.DeleteURL(cimconfig.ActionTokenURLs)))
+	cfgMux.Handle("GET /api/v2/config/login-methods", cfgAPI(c.GetUnit(cimconfig.UnitLoginMethods)))
+	cfgMux.Handle("GET /api/v2/config/notifications/email", cfgAPI(c.GetUnit(cimconfig.UnitEmailNotifications)))
+	cfgMux.Handle("POST /api/v2/config/notifications/email", cfgAPI(c.PostUnit(cimconfig.UnitEmailNotifications)))
+	cfgMux.Handle("GET /api/v2/config/organisations", cfgAPI(c.GetUnit(cimconfig.UnitOrganisations)))
+	cfgMux.Handle("POST /api/v2/config/password-policy", cfgAPI(c.PostUnit(cimconfig.UnitPasswordPolicy)))
+	cfgMux.Handle("GET /api/v2/config/redirects", cfgAPI(c.GetUnit(cimconfig.UnitRedirects)))
+	cfgMux.Handle("POST /api/v2/config/redirects", cfgAPI(c.PostUnit(cimconfig.UnitRedirects)))
+	cfgMux.Handle("GET /api/v2/config/redirects/whitelisted-urls", cfgAPI(c.ListURLs(cimconfig.RedirectURLs)))
+	cfgMux.Handle("POST /api/v2/config/redirects/whitelisted-urls", cfgAPI(c.AddURL(cimconfig.RedirectURLs, http.StatusOK)))
+	cfgMux.Handle("DELETE /api/v2/config/redirects/whitelisted-urls/{url_id}", cfgAPI(c.DeleteURL(cimconfig.RedirectURLs)))
+	cfgMux.Handle("GET /api/v2/config/step-up", cfgAPI(c.GetUnit(cimconfig.UnitStepUp)))
+	cfgMux.Handle("POST /api/v2/config/step-up", cfgAPI(c.PostUnit(cimconfig.UnitStepUp)))
+	cfgMux.Handle("GET /api/v2/config/ui-extension", cfgAPI(c.GetUnit(cimconfig.UnitUIExtension)))
+	cfgMux.Handle("POST /api/v2/config/ui-extension", cfgAPI(c.PostUnit(cimconfig.UnitUIExtension)))
+	cfgMux.Handle("GET /v2/config/certificates", cfgAPI(c.ListCertificates))
+	cfgMux.Handle("POST /v2/config/certificates", cfgAPI(c.AddCertificate))
+	cfgMux.Handle("POST /v2/config/certificates/batch", cfgAPI(c.BatchCertificates))
+	cfgMux.Handle("GET /v2/config/certificates/{certificateId}", cfgAPI(c.GetCertificate))
+	cfgMux.Handle("POST /v2/config/certificates/{certificateId}", cfgAPI(c.UpdateCertificate))
+	cfgMux.Handle("DELETE /v2/config/certificates/{certificateId}", cfgAPI(c.DeleteCertificate))
 
 	// Hosted pages.
 	mux.Handle("GET /login", page(s.pages.LoginPage))
@@ -113,8 +123,23 @@ func (s *Server) routes(mux *http.ServeMux) {
 		mux.Handle("GET /demo/callback", s.pages.DemoCallback(s.cfg.Issuer))
 	}
 
-	// Operations (OPERATOR.md, "Well-known paths").
+	// Operations (OPERATOR.md, "Well-known paths"). Health answers on both
+	// addresses: the balancer checks the public one.
 	mux.HandleFunc("GET /health/alive", s.alive)
 	mux.HandleFunc("GET /health/ready", s.ready)
-	mux.Handle("GET /metrics", s.metrics.handler())
+	on("operations").Handle("GET /metrics", s.metrics.handler())
+	if adminMux != nil {
+		adminMux.HandleFunc("GET /health/alive", s.alive)
+		adminMux.HandleFunc("GET /health/ready", s.ready)
+		profiler(adminMux)
+	}
+}
+
+// profiler registers Go's profiler (net/http/pprof); never on the public mux.
+func profiler(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }

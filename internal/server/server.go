@@ -42,7 +42,10 @@ type Server struct {
 	metrics *metrics
 	now     func() time.Time
 	handler http.Handler
-	demo    bool
+	// adminHandler serves admin_listen; nil without it.
+	adminHandler http.Handler
+	demo         bool
+	drain        drain
 
 	clients  *clientauth.Authenticator
 	apiUsers *clientauth.BasicUsers // HTTP basic for the basic_auth APIs
@@ -91,7 +94,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		store:   st,
 		log:     logger,
 		secrets: h,
-		metrics: newMetrics(),
+		metrics: newMetrics(cfg.Metrics.ClientLabels),
 		now:     now,
 		demo:    opts.Demo,
 	}
@@ -102,9 +105,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.observeStore(st)
 	rec := events.NewRecorder()
 	rec.Now = now
 	rec.Log = logger
+	rec.Observe = s.metrics.observeEvent
 	// The config file's clients are a read-only layer in front of the
 	// store's (client.Static); every service reads clients through it.
 	static, err := s.staticClients()
@@ -177,12 +182,22 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	s.routes(mux)
+	var adminMux *http.ServeMux
+	if cfg.AdminListen != "" {
+		adminMux = http.NewServeMux()
+	}
+	s.routes(mux, adminMux)
 	// The client address is resolved once, behind the trusted proxies, for
 	// every throttle and event (clientaddr.Of, clientaddr.Key).
-	s.handler = clientaddr.New(cfg.ProxyList()).Middleware(httpx.WithRequestID(
-		httpx.SecurityHeaders(strings.HasPrefix(cfg.Issuer, "https://"))(
-			httpx.Observe(logger, s.metrics.observe)(mux))))
+	chain := func(h http.Handler) http.Handler {
+		return clientaddr.New(cfg.ProxyList()).Middleware(httpx.WithRequestID(
+			httpx.SecurityHeaders(strings.HasPrefix(cfg.Issuer, "https://"))(
+				httpx.Observe(logger, s.metrics.observe)(h))))
+	}
+	s.handler = s.drain.middleware(chain(mux))
+	if adminMux != nil {
+		s.adminHandler = chain(adminMux)
+	}
 	return s, nil
 }
 
@@ -206,8 +221,12 @@ func applyFeatures(ctx context.Context, cim *cimconfig.Service, f config.Feature
 	})
 }
 
-// Handler is the whole HTTP interface.
+// Handler is the HTTP interface of the public address.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// AdminHandler is the interface of admin_listen (/metrics, the profiler,
+// the API groups of admin_apis), or nil when admin_listen is not set.
+func (s *Server) AdminHandler() http.Handler { return s.adminHandler }
 
 // staticClients are the config file's clients as stored clients, their
 // secrets hashed under this instance's server key.

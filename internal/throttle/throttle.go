@@ -7,7 +7,9 @@ package throttle
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -46,9 +48,38 @@ func Reserve(ctx context.Context, st store.Throttle, now time.Time, limits ...Li
 		if err != nil {
 			return err
 		}
+		CountRefusal(l.Key)
 		return &Refused{Key: l.Key, RetryAfter: retry}
 	}
 	return nil
+}
+
+// refusals counts refusals by kind, process-wide: one serving process has
+// one store, and /metrics reads them (RefusalCounts).
+var refusals sync.Map // kind -> *atomic.Uint64
+
+// CountRefusal counts one refused attempt of key under its kind: the key
+// up to its second colon ("login:pair", "client:ip"), never the address
+// or account that follows, so the metric's labels stay few.
+func CountRefusal(key string) {
+	kind := key
+	if i := strings.IndexByte(key, ':'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], ':'); j >= 0 {
+			kind = key[:i+1+j]
+		}
+	}
+	c, _ := refusals.LoadOrStore(kind, new(atomic.Uint64))
+	c.(*atomic.Uint64).Add(1)
+}
+
+// RefusalCounts reports the refusals counted so far, by kind.
+func RefusalCounts() map[string]uint64 {
+	out := map[string]uint64{}
+	refusals.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return out
 }
 
 // Release gives back one reserved attempt of every limit (the attempt

@@ -321,6 +321,13 @@ func (l *eventLog) kick() {
 	}
 }
 
+// Backlog is the number of events written to the log and not yet indexed.
+func (l *eventLog) Backlog() int {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	return l.pendingN
+}
+
 // indexLoop indexes the pending events when enough wait or the first of
 // them has waited long enough, until Close.
 func (l *eventLog) indexLoop() {

@@ -13,6 +13,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,8 @@ type DB struct {
 	pendingInv *[]invalidation
 	// scopesWritten: the transaction wrote scopes (ScopeCache).
 	scopesWritten *bool
+	// applied lists the migrations this DB's Migrate applied itself.
+	applied []int
 }
 
 // txChild is the DB that runs statements in tx.
@@ -88,6 +91,8 @@ type shared struct {
 	// every statement (a quarter of an introspection's CPU before this cache).
 	writeStmts, readStmts sync.Map
 	stmtCount             atomic.Int64
+	// observe, when set, gets each statement's duration (ObserveStatements).
+	observe atomic.Pointer[func(op string, d time.Duration)]
 	// pending holds queries first run inside a transaction: they are
 	// prepared on the write pool after it, because a transaction holds
 	// SQLite's only writer connection and preparing on the pool would wait
@@ -338,12 +343,31 @@ func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, 
 			}
 			return nil, db.d.Translate(err)
 		}
+		start := time.Now()
 		res, err = st.ExecContext(ctx, args...)
+		db.observeStmt("exec", start)
 		done()
 		if !db.retryBadConn(ctx, err, attempt) {
 			return res, db.d.Translate(err)
 		}
 	}
+}
+
+// ObserveStatements has fn called with the duration of every statement
+// (op "exec" or "query"; a query until its first row is ready) of this
+// store and its transactions: the store latency operators watch.
+func (db *DB) ObserveStatements(fn func(op string, d time.Duration)) { db.shared.observe.Store(&fn) }
+
+func (db *DB) observeStmt(op string, start time.Time) {
+	if fn := db.shared.observe.Load(); fn != nil {
+		(*fn)(op, time.Since(start))
+	}
+}
+
+// PoolStats reports the connection pools: the writing one and, when reads
+// have a pool of their own (SQLite), the reading one.
+func (db *DB) PoolStats() (write, read sql.DBStats, separate bool) {
+	return db.write.Stats(), db.read.Stats(), db.read != db.write
 }
 
 // maxBadConnRetries bounds retryBadConn.
@@ -395,7 +419,9 @@ func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row
 			}
 			return &row{err: err, done: done}
 		}
+		start := time.Now()
 		r := st.QueryRowContext(ctx, args...)
+		db.observeStmt("query", start)
 		if db.retryBadConn(ctx, r.Err(), attempt) {
 			done()
 			continue
@@ -431,7 +457,9 @@ func (db *DB) query(ctx context.Context, q string, args ...any) (*rows, error) {
 			}
 			return nil, db.d.Translate(err)
 		}
+		start := time.Now()
 		rs, err := st.QueryContext(ctx, args...)
+		db.observeStmt("query", start)
 		if err == nil {
 			return &rows{Rows: rs, done: done}, nil
 		}
@@ -459,46 +487,68 @@ func affected(res sql.Result) (int64, error) {
 }
 
 // Migrate applies the pending migrations, each in its own transaction, and
-// is a no-op when all are applied.
+// is a no-op when all are applied. Instances starting at once on one
+// PostgreSQL serialise on the dialect's lock: each migration is applied by
+// exactly one of them, the others wait for it and then find it applied.
 func (db *DB) Migrate(ctx context.Context) error {
 	for _, m := range db.d.Migrations {
-		if err := db.migrateOne(ctx, m); err != nil {
+		applied, err := db.migrateOne(ctx, m)
+		if err != nil {
 			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+		}
+		if applied {
+			db.applied = append(db.applied, m.Version)
 		}
 	}
 	return nil
 }
 
-func (db *DB) migrateOne(ctx context.Context, m Migration) error {
+// MigrationReport is what the start-up log says about the schema.
+type MigrationReport struct {
+	Known   []int // the versions this binary carries
+	Applied []int // the versions this process applied (the rest were there)
+}
+
+// Migrations reports the migrations this binary knows and those its
+// Migrate applied.
+func (db *DB) Migrations() MigrationReport {
+	r := MigrationReport{Applied: slices.Clone(db.applied)}
+	for _, m := range db.d.Migrations {
+		r.Known = append(r.Known, m.Version)
+	}
+	return r
+}
+
+func (db *DB) migrateOne(ctx context.Context, m Migration) (bool, error) {
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	if db.d.LockMigrations != "" {
 		if _, err := tx.ExecContext(ctx, db.d.LockMigrations); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-		return err
+		return false, err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, db.sql(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), m.Version).Scan(&n); err != nil {
-		return err
+		return false, err
 	}
 	if n > 0 {
-		return nil
+		return false, nil
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, db.sql(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
 		m.Version, m.Name, time.Now().UnixMicro()); err != nil {
-		return err
+		return false, err
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 // AppliedVersions lists the applied migration versions in order.

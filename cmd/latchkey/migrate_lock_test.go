@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver
+
+	"github.com/latchkey/latchkey/internal/store/postgres"
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+)
+
+var appliedRE = regexp.MustCompile(`msg="schema migrations" store=postgres known=(\d+) latest=(\d+) applied=([0-9,]+|none)`)
+
+// Three instances started at once on an empty PostgreSQL database: every
+// migration is applied by exactly one of them (the others wait on the
+// migration lock and then find it applied), each logs which it applied, and
+// all three serve.
+func TestThreeInstancesMigrateAnEmptyDatabaseOnce(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "latchkey.yaml")
+	if err := os.WriteFile(cfgPath, []byte(crashConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The key file exists before the start: instances that create it at
+	// once end up with one key anyway (docs/DESIGN.md), but this test is
+	// about migrations.
+	keyFile := filepath.Join(dir, "secret.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("k", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var instances []*instance
+	for i := range 3 {
+		addr := freePort(t)
+		in := &instance{name: fmt.Sprint(i), addr: addr, cfgPath: cfgPath, log: &syncBuffer{},
+			env: []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_DATABASE=" + db,
+				"LATCHKEY_SECRET_KEY_FILE=" + keyFile, "LATCHKEY_LOG_LEVEL=info"}}
+		in.cmd = command(t, in.env, "serve", "--config", cfgPath)
+		in.cmd.Stderr = in.log
+		instances = append(instances, in)
+	}
+	for _, in := range instances { // all three before any is ready
+		if err := in.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmd := in.cmd
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	for _, in := range instances {
+		waitReady(t, in.addr, in.cmd)
+	}
+
+	ms, err := postgres.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appliedBy := map[int][]string{}
+	for _, in := range instances {
+		m := appliedRE.FindStringSubmatch(in.log.String())
+		if m == nil {
+			t.Fatalf("instance %s logged no migration line:\n%s", in.name, in.log.String())
+		}
+		if m[1] != strconv.Itoa(len(ms)) || m[2] != fmt.Sprintf("%04d", ms[len(ms)-1].Version) {
+			t.Errorf("instance %s: known=%s latest=%s, want %d and %04d", in.name, m[1], m[2], len(ms), ms[len(ms)-1].Version)
+		}
+		if m[3] == "none" {
+			continue
+		}
+		for _, v := range strings.Split(m[3], ",") {
+			n, _ := strconv.Atoi(v)
+			appliedBy[n] = append(appliedBy[n], in.name)
+		}
+	}
+	for _, m := range ms {
+		if got := appliedBy[m.Version]; len(got) != 1 {
+			t.Errorf("migration %04d applied by instances %v, want exactly one", m.Version, got)
+		}
+	}
+
+	conn, err := sql.Open("pgx", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var versions []int
+	rows, err := conn.QueryContext(context.Background(), `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	rows.Close()
+	var want []int
+	for _, m := range ms {
+		want = append(want, m.Version)
+	}
+	if !slices.Equal(versions, want) {
+		t.Errorf("schema_migrations %v, want %v", versions, want)
+	}
+	for _, in := range instances {
+		tokenStatus(t, in.addr, 200)
+		if out, err := command(t, in.env, "healthcheck").CombinedOutput(); err != nil {
+			t.Errorf("healthcheck of a ready instance: %v %s", err, out)
+		}
+		stop(t, in.cmd)
+		if err := command(t, in.env, "healthcheck").Run(); err == nil {
+			t.Error("healthcheck of a stopped instance exited 0")
+		}
+	}
+}
