@@ -49,6 +49,8 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"SavepointKeepsTheRest", testSavepoint},
 		{"RevokePerson", testRevokePerson},
 		{"DeletePerson", testDeletePerson},
+		{"Outbox", testOutbox},
+		{"PersonTokens", testPersonTokens},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
@@ -75,6 +77,8 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"RevocationRace", testRevocationRace},
 		{"ServerKeyRace", testServerKeyRace},
 		{"RevokePersonRace", testRevokePersonRace},
+		{"OutboxClaimRace", testOutboxClaimRace},
+		{"PersonTokenRace", testPersonTokenRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
