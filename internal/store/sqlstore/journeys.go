@@ -10,7 +10,6 @@ import (
 const mailColumns = `id, kind, person_id, recipient, body, attempts, next_attempt_at, lease_owner, lease_until,
 	last_error, created_at, sent_at`
 
-
 func scanMail(r scanner) (store.Mail, error) {
 	var m store.Mail
 	var next, until, created, sent int64
