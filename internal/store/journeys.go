@@ -19,7 +19,7 @@ type Mail struct {
 	LeaseUntil    time.Time // until then no other instance claims it
 	LastError     string
 	CreatedAt     time.Time
-	SentAt        time.Time // zero until sent
+	SentAt        time.Time // zero until finished: sent, or given up (LastError says why)
 }
 
 // Outbox keeps the mails to send. A mail is enqueued in the transaction of
@@ -33,10 +33,11 @@ type Outbox interface {
 	// of instances never return the same mail within its lease (PostgreSQL:
 	// FOR UPDATE SKIP LOCKED; SQLite: its single writer).
 	ClaimMails(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Mail, error)
-	// MarkMailSent records that owner sent the mail at now and empties its
-	// body. ErrNotFound when owner does not hold the mail's lease anymore
-	// (another instance claimed it after the lease ran out).
-	MarkMailSent(ctx context.Context, id, owner string, now time.Time) error
+	// FinishMail records that owner is done with the mail at now — sent, or
+	// given up (failure says why; "" when sent) — and empties its body.
+	// ErrNotFound when owner does not hold the mail's lease anymore (another
+	// instance claimed it after the lease ran out).
+	FinishMail(ctx context.Context, id, owner string, now time.Time, failure string) error
 	// DeferMail gives back owner's lease of a mail that could not be sent:
 	// it is due again at next. ErrNotFound when owner does not hold the lease.
 	DeferMail(ctx context.Context, id, owner string, next time.Time, lastError string) error

@@ -57,20 +57,17 @@ func (db *DB) ClaimMails(ctx context.Context, owner string, now time.Time, lease
 	return out, db.d.Translate(rs.Err())
 }
 
-// MarkMailSent marks a leased mail sent and drops its body.
-func (db *DB) MarkMailSent(ctx context.Context, id, owner string, now time.Time) error {
-	res, err := db.exec(ctx, `UPDATE outbox SET sent_at = ?, body = ?, last_error = '' WHERE id = ? AND lease_owner = ? AND sent_at = 0`,
-		micros(now), []byte{}, id, owner)
+// FinishMail marks a leased mail done and drops its body.
+func (db *DB) FinishMail(ctx context.Context, id, owner string, now time.Time, failure string) error {
+	res, err := db.exec(ctx, `UPDATE outbox SET sent_at = ?, body = ?, last_error = ? WHERE id = ? AND lease_owner = ? AND sent_at = 0`,
+		micros(now), []byte{}, truncateError(failure), id, owner)
 	return oneRow(res, err)
 }
 
 // DeferMail gives a lease back with a new due time.
 func (db *DB) DeferMail(ctx context.Context, id, owner string, next time.Time, lastError string) error {
-	if len(lastError) > 500 {
-		lastError = lastError[:500]
-	}
 	res, err := db.exec(ctx, `UPDATE outbox SET next_attempt_at = ?, lease_until = 0, last_error = ?
-		WHERE id = ? AND lease_owner = ? AND sent_at = 0`, micros(next), lastError, id, owner)
+		WHERE id = ? AND lease_owner = ? AND sent_at = 0`, micros(next), truncateError(lastError), id, owner)
 	return oneRow(res, err)
 }
 
@@ -188,4 +185,12 @@ func (db *DB) deleteExpiredJourneys(ctx context.Context, now time.Time) (int64, 
 		total += n
 	}
 	return total, nil
+}
+
+// truncateError bounds a stored error text (an SMTP server's reply).
+func truncateError(s string) string {
+	if len(s) > 500 {
+		return s[:500]
+	}
+	return s
 }

@@ -53,7 +53,7 @@ func testOutbox(t *testing.T, s store.Store) {
 		t.Fatalf("claim after the lease: %+v, %v; want m1 again", again, err)
 	}
 	// The old holder lost its lease: it can neither mark nor defer.
-	if err := s.MarkMailSent(ctx(), "m1", "a", t0); !errors.Is(err, store.ErrNotFound) {
+	if err := s.FinishMail(ctx(), "m1", "a", t0, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("mark by a lost lease: %v, want ErrNotFound", err)
 	}
 	if err := s.DeferMail(ctx(), "m1", "a", t0, "x"); !errors.Is(err, store.ErrNotFound) {
@@ -70,14 +70,14 @@ func testOutbox(t *testing.T, s store.Store) {
 	if err != nil || len(c) != 1 || c[0].ID != "m1" || c[0].LastError != "connection refused" {
 		t.Fatalf("claim after the back-off: %+v, %v", c, err)
 	}
-	if err := s.MarkMailSent(ctx(), "m1", "c", t0.Add(5*time.Minute)); err != nil {
+	if err := s.FinishMail(ctx(), "m1", "c", t0.Add(5*time.Minute), ""); err != nil {
 		t.Fatal(err)
 	}
 	sent, _ := s.GetMail(ctx(), "m1")
 	if !sent.SentAt.Equal(t0.Add(5*time.Minute)) || len(sent.Body) != 0 {
 		t.Errorf("sent mail: sent_at %v, body %q; want the time and no body", sent.SentAt, sent.Body)
 	}
-	if err := s.MarkMailSent(ctx(), "m1", "c", t0.Add(5*time.Minute)); !errors.Is(err, store.ErrNotFound) {
+	if err := s.FinishMail(ctx(), "m1", "c", t0.Add(5*time.Minute), ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("mark twice: %v, want ErrNotFound", err)
 	}
 	// A sent mail is never claimed; m2 comes when due. The limit holds.
