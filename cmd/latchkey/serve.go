@@ -72,6 +72,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 
 	go srv.Maintain(sigCtx, time.Minute)
+	go srv.SendMail(sigCtx)
 	if cfg.DebugListen != "" {
 		if err := serveDebug(sigCtx, cfg.DebugListen, logger); err != nil {
 			return err
