@@ -182,10 +182,16 @@ func (s *Service) recordPerson(ctx context.Context, st events.Appender, r *http.
 
 // CheckLink tells whether a mailed link of kind is usable, without using it.
 func (s *Service) CheckLink(ctx context.Context, kind, value string) (store.PersonToken, error) {
+	return s.checkLink(ctx, s.Store, kind, value)
+}
+
+// checkLink reads through st: inside a transaction it must be the
+// transaction (SQLite's only writer connection is held by it).
+func (s *Service) checkLink(ctx context.Context, st store.Store, kind, value string) (store.PersonToken, error) {
 	if !strings.HasPrefix(value, LinkToken.Prefix) || len(value) > 128 {
 		return store.PersonToken{}, ErrLinkInvalid
 	}
-	t, err := s.Store.GetPersonToken(ctx, s.Hasher.HashOf(LinkToken, value))
+	t, err := st.GetPersonToken(ctx, s.Hasher.HashOf(LinkToken, value))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return t, ErrLinkInvalid
@@ -203,7 +209,7 @@ func (s *Service) CheckLink(ctx context.Context, kind, value string) (store.Pers
 
 // use spends a link inside tx; the reason when it cannot.
 func (s *Service) use(ctx context.Context, tx store.Store, kind, value string) (store.PersonToken, error) {
-	if _, err := s.CheckLink(ctx, kind, value); err != nil {
+	if _, err := s.checkLink(ctx, tx, kind, value); err != nil {
 		return store.PersonToken{}, err
 	}
 	t, err := tx.UsePersonToken(ctx, s.Hasher.HashOf(LinkToken, value), kind, s.Now().UTC())
