@@ -120,9 +120,7 @@ func readData(r *bufio.Reader) ([]byte, error) {
 		if line == ".\r\n" || line == ".\n" {
 			return b.Bytes(), nil
 		}
-		if strings.HasPrefix(line, ".") {
-			line = line[1:]
-		}
+		line = strings.TrimPrefix(line, ".") // dot-stuffing (RFC 5321 section 4.5.2)
 		if b.Len()+len(line) > maxMessage {
 			return nil, io.ErrShortBuffer
 		}

@@ -26,8 +26,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("listening %s\n", ln.Addr())
-	if err := smtpsink.Serve(ln, *dir); err != nil {
-		fmt.Fprintln(os.Stderr, "smtpsink:", err)
-		os.Exit(1)
-	}
+	err = smtpsink.Serve(ln, *dir) // returns only when the listener fails
+	fmt.Fprintln(os.Stderr, "smtpsink:", err)
+	os.Exit(1)
 }
