@@ -32,7 +32,9 @@ func (s *Server) newJourneys(cim *cimconfig.Service, serverKey []byte, rec *even
 	} else {
 		// Mails are kept (never lost) until smtp is configured.
 		o.From = "noreply@localhost"
-		s.log.Warn("smtp.host is not set: mails of the identity journeys wait in the outbox until it is")
+		// Debug, not a warning: most deployments start without the journeys,
+		// and the start must stay quiet (one line on stderr for a failure).
+		s.log.Debug("smtp.host is not set: mails of the identity journeys wait in the outbox until it is")
 	}
 	// Every attempt's outcome is a person event of the mail's person.
 	o.Finished = func(ctx context.Context, m store.Mail, err error, final bool) {
