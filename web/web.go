@@ -19,7 +19,8 @@ import (
 var embedded embed.FS
 
 // Pages are the page templates every Templates must define.
-var Pages = []string{"login.html", "consent.html", "error.html", "device_code.html", "device_consent.html", "device_status.html", "demo.html", "totp.html", "logout.html"}
+var Pages = []string{"login.html", "consent.html", "error.html", "device_code.html", "device_consent.html", "device_status.html", "demo.html", "totp.html", "logout.html",
+	"forgot.html", "reset.html", "notice.html", "signup.html", "home.html"}
 
 // Templates renders the hosted pages.
 type Templates struct {

@@ -77,6 +77,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	go srv.Maintain(runCtx, time.Minute)
 	go srv.MaintainKeys(runCtx, time.Minute)
+	go srv.SendMail(runCtx)
 	if cfg.DebugListen != "" {
 		if err := serveDebug(runCtx, cfg.DebugListen, logger); err != nil {
 			return err

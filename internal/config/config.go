@@ -67,6 +67,7 @@ type Config struct {
 	Import             Import            `yaml:"import"`
 	BreachedPasswords  BreachedPasswords `yaml:"breached_passwords"`
 	OIDC               OIDC              `yaml:"oidc"`
+	SMTP               SMTP              `yaml:"smtp"`
 	Clients            []Client          `yaml:"clients"`
 	APIUsers           []APIUser         `yaml:"api_users"`
 	Persons            []Person          `yaml:"persons"`
@@ -145,6 +146,23 @@ type BreachedPasswords struct {
 	// FailClosed refuses passwords while the service cannot answer
 	// (default: accept them, and log a warning).
 	FailClosed bool `yaml:"fail_closed"`
+}
+
+// SMTP is the mail server latchkey sends through (the identity journeys:
+// password reset, sign-up, activation, notifications). Without a host,
+// mails wait in the outbox until one is configured.
+type SMTP struct {
+	Host     string `yaml:"host"`
+	Port     int    `yaml:"port"` // default: 587 (starttls), 465 (tls), 25 (none)
+	From     string `yaml:"from"` // the sender address (required with host)
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	TLS      string `yaml:"tls"` // none | starttls (default) | tls
+	// Timeout bounds one mail's SMTP conversation (default 30s).
+	Timeout Duration `yaml:"timeout"`
+	// RetryAfter is the first wait after a failed send; it doubles up to an
+	// hour (default 30s).
+	RetryAfter Duration `yaml:"retry_after"`
 }
 
 // Import configures the person import API (POST /api/import/persons).
@@ -402,6 +420,18 @@ func (c *Config) fillDefaults() {
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
+	if c.SMTP.TLS == "" {
+		c.SMTP.TLS = "starttls"
+	}
+	if c.SMTP.Port == 0 {
+		c.SMTP.Port = map[string]int{"starttls": 587, "tls": 465, "none": 25}[c.SMTP.TLS]
+	}
+	if c.SMTP.Timeout == 0 {
+		c.SMTP.Timeout = Duration(30 * time.Second)
+	}
+	if c.SMTP.RetryAfter == 0 {
+		c.SMTP.RetryAfter = Duration(30 * time.Second)
+	}
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
 	}
@@ -606,6 +636,9 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
 	}
+	if err := c.SMTP.validate(); err != nil {
+		return err
+	}
 	switch c.Log.Format {
 	case "text", "json":
 	default:
@@ -695,4 +728,35 @@ func (cl *Client) Registration() (client.Registration, error) {
 func absoluteHTTP(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+func (s *SMTP) validate() error {
+	switch s.TLS {
+	case "none", "starttls", "tls":
+	default:
+		return fmt.Errorf("smtp.tls: %q is not one of none, starttls, tls", s.TLS)
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		return fmt.Errorf("smtp.port: %d is not between 1 and 65535", s.Port)
+	}
+	if s.Timeout < Duration(time.Second) || s.Timeout > Duration(10*time.Minute) {
+		return errors.New("smtp.timeout: must be between 1s and 10m")
+	}
+	if s.RetryAfter < Duration(time.Millisecond) || s.RetryAfter > Duration(time.Hour) {
+		return errors.New("smtp.retry_after: must be between 1ms and 1h")
+	}
+	if s.Host == "" {
+		return nil
+	}
+	if strings.ContainsAny(s.Host, " /:\r\n") {
+		return fmt.Errorf("smtp.host: %q is not a host name or address", s.Host)
+	}
+	a, err := mail.ParseAddress(s.From)
+	if err != nil || a.Address != s.From || strings.ContainsAny(s.From, "\r\n<> ") {
+		return fmt.Errorf("smtp.from: %q is not a bare email address", s.From)
+	}
+	if (s.Username == "") != (s.Password == "") {
+		return errors.New("smtp: set both username and password, or neither")
+	}
+	return nil
 }

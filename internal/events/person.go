@@ -117,3 +117,21 @@ func printable(s string) bool {
 	}
 	return true
 }
+
+// Person events of the self-service journeys (issue 25).
+const (
+	PersonActivated              = "person.PersonActivatedEvent"
+	PersonInvitationSent         = "person.PersonInvitationSentEvent"
+	PersonPasswordResetRequested = "person.PasswordResetRequestedEvent"
+	PersonPasswordReset          = "person.PasswordResetEvent"
+	PersonNotificationSent       = "person.NotificationSentEvent"
+	PersonNotificationFailed     = "person.NotificationFailedEvent"
+)
+
+func init() {
+	for typ, name := range map[string]string{PersonActivated: "Person Activated", PersonInvitationSent: "Invitation Sent",
+		PersonPasswordResetRequested: "Password Reset Requested", PersonPasswordReset: "Password Reset",
+		PersonNotificationSent: "Notification Sent", PersonNotificationFailed: "Notification Failed"} {
+		personNames[typ] = name
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/scopes"
@@ -35,6 +36,7 @@ const (
 type Pages struct {
 	OAuth     *oauth.Service
 	Identity  *identity.Service
+	Journeys  *journey.Service
 	Store     store.Store
 	Hasher    *token.Hasher
 	Templates *web.Templates
@@ -91,6 +93,11 @@ type pageData struct {
 	UserCode    string
 	Confirm     bool
 	Status      string
+	// The journeys' pages.
+	Title, Submit, Link, LinkText, Token string
+	AskPassword                          bool
+	Fields                               []formField
+	SignUpLink, ForgotLink               string
 }
 
 type scopeView struct{ Name, Description string }
@@ -160,8 +167,10 @@ func (p *Pages) LoginPage(w http.ResponseWriter, r *http.Request) error {
 
 func (p *Pages) loginForm(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client, msgKey string) {
 	t, lang := Messages(ar.Language)
-	p.render(w, http.StatusOK, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
-		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t[msgKey]})
+	d := &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
+		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t[msgKey]}
+	p.journeyLinks(r, d)
+	p.render(w, http.StatusOK, "login.html", d)
 }
 
 // Login is POST /login.
@@ -182,9 +191,24 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
 		if !ok {
 			return err
 		}
-		p.render(w, status, "login.html", &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
-			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Email: email, Error: msg})
+		d := &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
+			CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Email: email, Error: msg}
+		p.journeyLinks(r, d)
+		p.render(w, status, "login.html", d)
 		return nil
+	}
+	if person.Status == identity.StatusCreated && p.Journeys != nil {
+		// With activation on, an account signs in once its mailed link
+		// was followed.
+		if st, err := p.Journeys.Settings(r.Context()); err != nil {
+			return err
+		} else if st.Activation {
+			d := &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id, CSRF: p.csrfToken(w, r, id),
+				ClientName: displayName(client), Email: email, Error: t["login.not_activated"]}
+			p.journeyLinks(r, d)
+			p.render(w, http.StatusForbidden, "login.html", d)
+			return nil
+		}
 	}
 	// This browser now counts as the account's known device: failures
 	// elsewhere no longer lock its owner out here (identity.DeviceCookie).

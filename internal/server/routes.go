@@ -7,6 +7,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/login"
 	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/scopes"
@@ -118,6 +119,22 @@ func (s *Server) routes(mux, adminMux *http.ServeMux) {
 	mux.Handle("GET "+login.PathLogout, page(s.pages.Logout))
 	mux.Handle("GET /consent", page(s.pages.ConsentPage))
 	mux.Handle("POST /consent", page(s.pages.Consent))
+	// Self-service journeys (issue 25; docs/JOURNEYS.md): 404 while switched off.
+	mux.Handle("GET "+journey.PathSignUp, page(s.pages.SignUpPage))
+	mux.Handle("POST "+journey.PathSignUp, page(s.pages.SignUp))
+	mux.Handle("GET "+journey.PathSignUp+"/done", page(s.pages.SignUpDone))
+	mux.Handle("GET "+journey.PathForgot, page(s.pages.ForgotPage))
+	mux.Handle("POST "+journey.PathForgot, page(s.pages.Forgot))
+	mux.Handle("GET "+journey.PathForgot+"/sent", page(s.pages.ForgotSent))
+	mux.Handle("GET "+journey.PathReset, page(s.pages.ResetPage))
+	mux.Handle("POST "+journey.PathReset, page(s.pages.Reset))
+	mux.Handle("GET "+journey.PathReset+"/done", page(s.pages.ResetDone))
+	mux.Handle("GET "+journey.PathActivate, page(s.pages.ActivatePage))
+	mux.Handle("POST "+journey.PathActivate, page(s.pages.Activate))
+	mux.Handle("GET "+journey.PathActivate+"/done", page(s.pages.ActivateDone))
+	mux.Handle("GET "+login.PathActivateResend, page(s.pages.ResendPage))
+	mux.Handle("POST "+login.PathActivateResend, page(s.pages.Resend))
+	mux.Handle("GET /{$}", page(s.pages.Home))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(web.Static())))
 	if s.demo {
 		mux.Handle("GET /demo/callback", s.pages.DemoCallback(s.cfg.Issuer))

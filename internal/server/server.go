@@ -19,6 +19,7 @@ import (
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/login"
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/password"
@@ -57,6 +58,7 @@ type Server struct {
 	imports  *personimport.Handler
 	config   *cimconfig.Handler
 	keys     *signing.Keys // sign ID tokens and JWT access tokens (keys.go)
+	journeys *journey.Service
 }
 
 // clientCacheTTL bounds how long an instance uses a client it read: clients
@@ -163,9 +165,18 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	s.config = &cimconfig.Handler{Service: cim, Users: s.apiUsers, Reload: func() error {
 		cim.Forget()
+		if s.journeys != nil {
+			if err := s.journeys.Mails.Templates.Reload(); err != nil {
+				return err
+			}
+		}
 		return templates.Reload()
 	}}
 	s.pages.CustomMessages = cim.Messages
+	if s.journeys, err = s.newJourneys(cim, serverKey, rec); err != nil {
+		return nil, err
+	}
+	s.pages.Journeys = s.journeys
 	s.pages.LogoutTarget = cim.LogoutTarget
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
 		Enabled: func() bool {

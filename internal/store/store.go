@@ -105,6 +105,8 @@ type Store interface {
 	ConfigUnits
 	ServerKeys
 	SigningKeys
+	Outbox
+	PersonTokens
 
 	// Tx runs fn inside one transaction: fn's Store sees and writes only
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.

@@ -113,6 +113,10 @@ func Start(t testing.TB, cfg *config.Config, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mailCtx, stopMail := context.WithCancel(context.Background())
+	mailDone := make(chan struct{})
+	go func() { srv.SendMail(mailCtx); close(mailDone) }()
+	t.Cleanup(func() { stopMail(); <-mailDone })
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
 	t.Cleanup(ts.Close)

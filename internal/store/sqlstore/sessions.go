@@ -265,6 +265,11 @@ func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 		}
 		total += n
 	}
+	n, err := db.deleteExpiredJourneys(ctx, now)
+	total += n
+	if err != nil {
+		return total, err
+	}
 	db.invalidate(invalidation{all: true}) // expired rows: no cached answer of them is active anyway
 	return total, nil
 }

@@ -51,6 +51,8 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"SavepointKeepsTheRest", testSavepoint},
 		{"RevokePerson", testRevokePerson},
 		{"DeletePerson", testDeletePerson},
+		{"Outbox", testOutbox},
+		{"PersonTokens", testPersonTokens},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
@@ -78,6 +80,8 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"ServerKeyRace", testServerKeyRace},
 		{"SigningKeyRace", testSigningKeyRace},
 		{"RevokePersonRace", testRevokePersonRace},
+		{"OutboxClaimRace", testOutboxClaimRace},
+		{"PersonTokenRace", testPersonTokenRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
