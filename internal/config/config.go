@@ -4,7 +4,6 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,17 +11,14 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
-	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/latchkey/latchkey/internal/client"
-	"github.com/latchkey/latchkey/internal/store"
 )
 
 // Config is the whole operator configuration. Every key is optional.
@@ -207,48 +203,6 @@ type Webhook struct {
 	FailClosed bool     `yaml:"fail_closed"` // refuse the flow when the hook fails (default: go on without it)
 }
 
-// Client is a static client, created or updated in the store at start.
-type Client struct {
-	ClientID                string         `yaml:"client_id"`
-	ClientSecret            string         `yaml:"client_secret"`
-	ClientSecretHash        string         `yaml:"client_secret_hash"`
-	Name                    string         `yaml:"name"`
-	TokenEndpointAuthMethod string         `yaml:"token_endpoint_auth_method"`
-	JWKS                    map[string]any `yaml:"jwks"`
-	JWKSURI                 string         `yaml:"jwks_uri"`
-	RedirectURIs            []string       `yaml:"redirect_uris"`
-	GrantTypes              []string       `yaml:"grant_types"`
-	Scopes                  []string       `yaml:"scopes"`
-	ConsentRequired         *bool          `yaml:"consent_required"`
-	AllowPlainPKCE          bool           `yaml:"allow_plain_pkce"`
-	AccessTokenLifetime     Duration       `yaml:"access_token_lifetime"`
-	RefreshTokenLifetime    Duration       `yaml:"refresh_token_lifetime"`
-	AppIdentifier           string         `yaml:"app_identifier"`
-	AppPlatform             string         `yaml:"app_platform"`
-	AppVersion              string         `yaml:"app_version"`
-	// IntrospectAnyToken: this confidential client is a resource server and
-	// may introspect tokens issued to other clients (docs/SECURITY.md).
-	IntrospectAnyToken bool `yaml:"introspect_any_token"`
-	// DeviceApprovalClients: the other clients whose device flows this
-	// client's tokens may approve in-app.
-	DeviceApprovalClients []string `yaml:"device_approval_clients"`
-}
-
-// APIUser is an HTTP basic credential for the basic_auth APIs.
-type APIUser struct {
-	Username     string `yaml:"username"`
-	Password     string `yaml:"password"`
-	PasswordHash string `yaml:"password_hash"`
-}
-
-// Person is a seed person for development.
-type Person struct {
-	Email     string `yaml:"email"`
-	Password  string `yaml:"password"`
-	FirstName string `yaml:"first_name"`
-	LastName  string `yaml:"last_name"`
-}
-
 // Defaults of OPERATOR.md.
 const (
 	DefaultListen               = "127.0.0.1:8080"
@@ -261,35 +215,6 @@ const (
 	// not, so set shutdown.drain_delay there).
 	DefaultDrainDelay = 7 * time.Second
 )
-
-// Duration is a time.Duration written as "90s", "1h" or "30d" in YAML.
-type Duration time.Duration
-
-// UnmarshalYAML accepts Go durations plus a "d" (day) unit.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// ParseDuration parses a Go duration or a whole number of days ("30d").
-func ParseDuration(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 || n > 100*365 {
-			return 0, fmt.Errorf("invalid duration %q", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q (use e.g. 90s, 15m, 1h, 30d)", s)
-	}
-	return v, nil
-}
 
 // Load reads the file at path (none when path is ""), applies the LATCHKEY_*
 // variables of environ, fills defaults and validates.
@@ -458,86 +383,6 @@ func (c *Config) fillDefaults() {
 	c.OIDC.fillDefaults(c.Clients)
 }
 
-// JWKSJSON returns the client's inline JWKS as JSON, or nil.
-func (cl *Client) JWKSJSON() ([]byte, error) {
-	if len(cl.JWKS) == 0 {
-		return nil, nil
-	}
-	return json.Marshal(cl.JWKS)
-}
-
-// applyEnv sets every scalar field whose LATCHKEY_<PATH> variable is present.
-// Lists (clients, api_users, persons) come only from the file.
-func applyEnv(c *Config, environ []string) error {
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "LATCHKEY_") {
-			env[k] = v
-		}
-	}
-	if len(env) == 0 {
-		return nil
-	}
-	return walkEnv(reflect.ValueOf(c).Elem(), "LATCHKEY", env)
-}
-
-func walkEnv(v reflect.Value, prefix string, env map[string]string) error {
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if key == "" || key == "-" {
-			continue
-		}
-		name := prefix + "_" + strings.ToUpper(key)
-		fv := v.Field(i)
-		switch fv.Kind() {
-		case reflect.Struct:
-			if err := walkEnv(fv, name, env); err != nil {
-				return err
-			}
-		case reflect.String:
-			if s, ok := env[name]; ok {
-				fv.SetString(s)
-			}
-		case reflect.Bool:
-			if s, ok := env[name]; ok {
-				b, err := strconv.ParseBool(s)
-				if err != nil {
-					return fmt.Errorf("%s: %q is not a boolean", name, s)
-				}
-				fv.SetBool(b)
-			}
-		case reflect.Int:
-			if s, ok := env[name]; ok {
-				n, err := strconv.Atoi(s)
-				if err != nil {
-					return fmt.Errorf("%s: %q is not an integer", name, s)
-				}
-				fv.SetInt(int64(n))
-			}
-		case reflect.Int64: // Duration
-			if s, ok := env[name]; ok {
-				d, err := ParseDuration(s)
-				if err != nil {
-					return fmt.Errorf("%s: %w", name, err)
-				}
-				fv.SetInt(int64(d))
-			}
-		case reflect.Pointer: // *Duration: unset differs from 0
-			if s, ok := env[name]; ok && fv.Type().Elem() == reflect.TypeFor[Duration]() {
-				d, err := ParseDuration(s)
-				if err != nil {
-					return fmt.Errorf("%s: %w", name, err)
-				}
-				v := Duration(d)
-				fv.Set(reflect.ValueOf(&v))
-			}
-		}
-	}
-	return nil
-}
-
 func isHostPort(addr string) bool {
 	_, port, err := net.SplitHostPort(addr)
 	return err == nil && port != ""
@@ -695,34 +540,6 @@ func validateIssuer(s string) error {
 		return fmt.Errorf("%q must not have a query or fragment (RFC 8414 section 2)", s)
 	}
 	return nil
-}
-
-func (cl *Client) validate() error {
-	r, err := cl.Registration()
-	if err != nil {
-		return err
-	}
-	return r.Validate()
-}
-
-// Registration is the client as the client package validates and stores it.
-func (cl *Client) Registration() (client.Registration, error) {
-	jwks, err := cl.JWKSJSON()
-	if err != nil {
-		return client.Registration{}, err
-	}
-	r := client.Registration{Secret: cl.ClientSecret, Client: store.Client{
-		ID: cl.ClientID, SecretPHC: cl.ClientSecretHash, Name: cl.Name,
-		TokenEndpointAuthMethod: cl.TokenEndpointAuthMethod, JWKS: jwks, JWKSURI: cl.JWKSURI, RedirectURIs: cl.RedirectURIs,
-		GrantTypes: cl.GrantTypes, Scopes: cl.Scopes, AllowPlainPKCE: cl.AllowPlainPKCE,
-		AccessTokenLifetime: time.Duration(cl.AccessTokenLifetime), RefreshTokenLifetime: time.Duration(cl.RefreshTokenLifetime),
-		AppIdentifier: cl.AppIdentifier, AppPlatform: cl.AppPlatform, AppVersion: cl.AppVersion,
-		IntrospectAnyToken: cl.IntrospectAnyToken, DeviceApprovalClients: cl.DeviceApprovalClients,
-	}}
-	if cl.ConsentRequired != nil {
-		r.ConsentRequired = *cl.ConsentRequired
-	}
-	return r, nil
 }
 
 func absoluteHTTP(s string) bool {

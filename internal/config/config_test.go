@@ -122,7 +122,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad listen from the environment is reported", "", []string{"LATCHKEY_LISTEN=nope"}, "listen"},
 		{"bad debug_listen is reported", "", []string{"LATCHKEY_DEBUG_LISTEN=nope"}, "debug_listen"},
 		{"unknown signing algorithm", "oidc:\n  signing_algorithm: HS256\n", nil, "oidc.signing_algorithm"},
-		{"unknown oidc key", "oidc:\n  signing_alg: RS256\n", nil, "field signing_alg not found"},
+		{"unknown oidc key", "oidc:\n  signing_alg: RS256\n", nil, "unknown key signing_alg"},
 		{"id token lifetime too long", "oidc:\n  id_token_lifetime: 2d\n", nil, "oidc.id_token_lifetime"},
 		{"publish ahead too short", "oidc:\n  key_publish_ahead: 10s\n", nil, "oidc.key_publish_ahead"},
 		{"rotation within the publish-ahead time", "oidc:\n  key_rotation_period: 24h\n", nil, "oidc.key_rotation_period"},
