@@ -139,27 +139,6 @@ func (db *DB) DeletePersonTokens(ctx context.Context, personID, kind string) err
 	return err
 }
 
-// queryWrite runs a writing statement that returns rows (UPDATE … RETURNING).
-func (db *DB) queryWrite(ctx context.Context, q string, args ...any) (*rows, error) {
-	for attempt := 0; ; attempt++ {
-		st, done, err := db.stmt(ctx, db.sql(q), len(args), true)
-		if err != nil {
-			if db.retryBadConn(ctx, err, attempt) {
-				continue
-			}
-			return nil, db.d.Translate(err)
-		}
-		rs, err := st.QueryContext(ctx, args...)
-		if err == nil {
-			return &rows{Rows: rs, done: done}, nil
-		}
-		done()
-		if !db.retryBadConn(ctx, err, attempt) {
-			return nil, db.d.Translate(err)
-		}
-	}
-}
-
 // journeyRetention is how long used or expired person tokens and sent mails
 // are kept: a link followed again within it gets "already used" or
 // "expired" rather than "unknown", and a sent mail's record shows it went.
@@ -168,23 +147,9 @@ const journeyRetention = 7 * 24 * time.Hour
 // deleteExpiredJourneys is DeleteExpired's part for the outbox and the
 // person tokens.
 func (db *DB) deleteExpiredJourneys(ctx context.Context, now time.Time) (int64, error) {
-	cut := micros(now.Add(-journeyRetention))
-	var total int64
-	for _, q := range []string{
+	return db.deleteBefore(ctx, micros(now.Add(-journeyRetention)),
 		`DELETE FROM person_tokens WHERE expires_at < ?`,
-		`DELETE FROM outbox WHERE sent_at > 0 AND sent_at < ?`,
-	} {
-		res, err := db.exec(ctx, q, cut)
-		if err != nil {
-			return total, err
-		}
-		n, err := affected(res)
-		if err != nil {
-			return total, err
-		}
-		total += n
-	}
-	return total, nil
+		`DELETE FROM outbox WHERE sent_at > 0 AND sent_at < ?`)
 }
 
 // truncateError bounds a stored error text (an SMTP server's reply).

@@ -240,22 +240,12 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string,
 	return nil
 }
 
-// DeleteExpired removes expired short-lived records.
-func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+// deleteBefore runs each DELETE of qs with the cut-off cut and reports how
+// many rows they removed in all.
+func (db *DB) deleteBefore(ctx context.Context, cut int64, qs ...string) (int64, error) {
 	var total int64
-	t := micros(now)
-	for _, q := range []string{
-		`DELETE FROM client_assertion_ids WHERE expires_at < ?`,
-		`DELETE FROM auth_requests WHERE expires_at < ?`,
-		`DELETE FROM sessions WHERE expires_at < ?`,
-		`DELETE FROM auth_codes WHERE expires_at < ?`,
-		`DELETE FROM device_codes WHERE expires_at < ?`,
-		`DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE expires_at < ?)`,
-		`DELETE FROM grants WHERE expires_at < ?`,
-		`DELETE FROM throttle WHERE expires_at < ?`,
-		`DELETE FROM signing_keys WHERE expire_at > 0 AND expire_at < ?`,
-	} {
-		res, err := db.exec(ctx, q, t)
+	for _, q := range qs {
+		res, err := db.exec(ctx, q, cut)
 		if err != nil {
 			return total, err
 		}
@@ -264,6 +254,24 @@ func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 			return total, err
 		}
 		total += n
+	}
+	return total, nil
+}
+
+// DeleteExpired removes expired short-lived records.
+func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	total, err := db.deleteBefore(ctx, micros(now),
+		`DELETE FROM client_assertion_ids WHERE expires_at < ?`,
+		`DELETE FROM auth_requests WHERE expires_at < ?`,
+		`DELETE FROM sessions WHERE expires_at < ?`,
+		`DELETE FROM auth_codes WHERE expires_at < ?`,
+		`DELETE FROM device_codes WHERE expires_at < ?`,
+		`DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE expires_at < ?)`,
+		`DELETE FROM grants WHERE expires_at < ?`,
+		`DELETE FROM throttle WHERE expires_at < ?`,
+		`DELETE FROM signing_keys WHERE expire_at > 0 AND expire_at < ?`)
+	if err != nil {
+		return total, err
 	}
 	n, err := db.deleteExpiredJourneys(ctx, now)
 	total += n

@@ -449,8 +449,17 @@ type rows struct {
 func (r *rows) Close() error { defer r.done(); return r.Rows.Close() }
 
 func (db *DB) query(ctx context.Context, q string, args ...any) (*rows, error) {
+	return db.queryOn(ctx, false, q, args...)
+}
+
+// queryWrite runs a writing statement that returns rows (UPDATE … RETURNING).
+func (db *DB) queryWrite(ctx context.Context, q string, args ...any) (*rows, error) {
+	return db.queryOn(ctx, true, q, args...)
+}
+
+func (db *DB) queryOn(ctx context.Context, write bool, q string, args ...any) (*rows, error) {
 	for attempt := 0; ; attempt++ {
-		st, done, err := db.stmt(ctx, db.sql(q), len(args), false)
+		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
 		if err != nil {
 			if db.retryBadConn(ctx, err, attempt) {
 				continue
