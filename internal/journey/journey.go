@@ -149,6 +149,24 @@ func (s *Service) reserveMail(ctx context.Context, r *http.Request, email string
 }
 
 // link mints a single-use link token for a person and returns its URL.
+// mailTarget is the person a mail asked for by email goes to: the attempt
+// is throttled first, and found is false for a malformed or unknown address
+// — which the caller answers like a success, so no form reveals an account.
+func (s *Service) mailTarget(ctx context.Context, r *http.Request, email string) (p store.Person, found bool, err error) {
+	email = strings.TrimSpace(email)
+	if err := s.reserveMail(ctx, r, email); err != nil {
+		return p, false, err
+	}
+	if mail.CheckAddress(email) != nil {
+		return p, false, nil
+	}
+	p, err = s.Store.GetPersonByEmail(ctx, "", email)
+	if errors.Is(err, store.ErrNotFound) {
+		return p, false, nil
+	}
+	return p, err == nil, err
+}
+
 func (s *Service) link(ctx context.Context, tx store.Store, kind, personID, path string, ttl time.Duration, q url.Values) (string, error) {
 	if err := tx.DeletePersonTokens(ctx, personID, kind); err != nil { // a new link replaces the older ones
 		return "", err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
@@ -32,18 +31,8 @@ func (s *Service) RequestPasswordReset(ctx context.Context, r *http.Request, ema
 	if !st.PasswordReset {
 		return ErrOff
 	}
-	email = strings.TrimSpace(email)
-	if err := s.reserveMail(ctx, r, email); err != nil {
-		return err
-	}
-	if mail.CheckAddress(email) != nil {
-		return nil
-	}
-	p, err := s.Store.GetPersonByEmail(ctx, "", email)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !identity.MaySignIn(p.Status)) {
-		return nil
-	}
-	if err != nil {
+	p, found, err := s.mailTarget(ctx, r, email)
+	if err != nil || !found || !identity.MaySignIn(p.Status) {
 		return err
 	}
 	q := url.Values{}

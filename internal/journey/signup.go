@@ -280,18 +280,8 @@ func (s *Service) ResendActivation(ctx context.Context, r *http.Request, email, 
 	if err != nil {
 		return err
 	}
-	email = strings.TrimSpace(email)
-	if err := s.reserveMail(ctx, r, email); err != nil {
-		return err
-	}
-	if mail.CheckAddress(email) != nil {
-		return nil
-	}
-	p, err := s.Store.GetPersonByEmail(ctx, "", email)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	p, found, err := s.mailTarget(ctx, r, email)
+	if err != nil || !found {
 		return err
 	}
 	kind := ""
