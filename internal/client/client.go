@@ -42,6 +42,16 @@ const (
 // in the order the metadata lists them.
 var AuthMethods = []string{AuthClientSecretBasic, AuthClientSecretPost, AuthPrivateKeyJWT, AuthNone}
 
+// Access token formats (access_token_format): latchkey's opaque tokens, or
+// signed JWTs of RFC 9068 that resource servers may verify offline.
+const (
+	FormatOpaque = "opaque"
+	FormatJWT    = "jwt"
+)
+
+// IssuesJWTAccessTokens reports whether c asked for RFC 9068 access tokens.
+func IssuesJWTAccessTokens(c store.Client) bool { return c.AccessTokenFormat == FormatJWT }
+
 // Platforms of mobile app instances (app_platform).
 var Platforms = []string{"ios", "android"}
 
@@ -109,6 +119,14 @@ func (r Registration) Validate() error {
 		if err := ValidateRedirectURI(u); err != nil {
 			return fmt.Errorf("redirect_uris: %w", err)
 		}
+	}
+	for _, u := range r.PostLogoutRedirectURIs {
+		if err := ValidateRedirectURI(u); err != nil {
+			return fmt.Errorf("post_logout_redirect_uris: %w", err)
+		}
+	}
+	if f := r.AccessTokenFormat; f != "" && f != FormatOpaque && f != FormatJWT {
+		return fmt.Errorf("access_token_format %q is not one of %s, %s", f, FormatOpaque, FormatJWT)
 	}
 	needsRedirect := slices.Contains(r.GrantTypes, GrantAuthorizationCode) || slices.Contains(r.GrantTypes, GrantImplicit)
 	if needsRedirect && len(r.RedirectURIs) == 0 {

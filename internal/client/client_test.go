@@ -72,6 +72,14 @@ func TestRegistrationRules(t *testing.T) {
 		}},
 		{name: "a scope must be a scope token", edit: func(r *Registration) { r.Scopes = []string{"a b"} }, want: "scopes"},
 		{name: "token lifetimes must be positive", edit: func(r *Registration) { r.AccessTokenLifetime = 0 }, want: "lifetimes"},
+		{name: "post_logout_redirect_uris are absolute", edit: func(r *Registration) {
+			r.PostLogoutRedirectURIs = []string{"/bye"}
+		}, want: "post_logout_redirect_uris"},
+		{name: "post_logout_redirect_uris have no fragment", edit: func(r *Registration) {
+			r.PostLogoutRedirectURIs = []string{"https://app.example/bye#x"}
+		}, want: "post_logout_redirect_uris"},
+		{name: "access_token_format is jwt or opaque", edit: func(r *Registration) { r.AccessTokenFormat = "paseto" },
+			want: "access_token_format"},
 		{name: "app_platform is ios or android", edit: func(r *Registration) { r.AppPlatform = "windows" }, want: "app_platform"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,6 +33,10 @@ type Client struct {
 	// DeviceApprovalClients: the other clients whose device flows this
 	// client's tokens may approve in-app.
 	DeviceApprovalClients []string `yaml:"device_approval_clients"`
+	// PostLogoutRedirectURIs: where RP-initiated logout may return to.
+	PostLogoutRedirectURIs []string `yaml:"post_logout_redirect_uris"`
+	// AccessTokenFormat: jwt (RFC 9068) or opaque (the default).
+	AccessTokenFormat string `yaml:"access_token_format"`
 }
 
 // APIUser is an HTTP basic credential for the basic_auth APIs.
@@ -79,6 +83,7 @@ func (cl *Client) Registration() (client.Registration, error) {
 		AccessTokenLifetime: time.Duration(cl.AccessTokenLifetime), RefreshTokenLifetime: time.Duration(cl.RefreshTokenLifetime),
 		AppIdentifier: cl.AppIdentifier, AppPlatform: cl.AppPlatform, AppVersion: cl.AppVersion,
 		IntrospectAnyToken: cl.IntrospectAnyToken, DeviceApprovalClients: cl.DeviceApprovalClients,
+		PostLogoutRedirectURIs: cl.PostLogoutRedirectURIs, AccessTokenFormat: cl.AccessTokenFormat,
 	}}
 	if cl.ConsentRequired != nil {
 		r.ConsentRequired = *cl.ConsentRequired

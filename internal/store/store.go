@@ -64,7 +64,13 @@ type Client struct {
 	// DeviceApprovalClients are the other clients whose device flows this
 	// client's access tokens may approve in-app (its own always).
 	DeviceApprovalClients []string
-	CreatedAt             time.Time // set by the backend on insert
+	// PostLogoutRedirectURIs are where RP-initiated logout may send the
+	// browser back to (exact match, OpenID Connect RP-Initiated Logout 1.0).
+	PostLogoutRedirectURIs []string
+	// AccessTokenFormat is "jwt" for RFC 9068 access tokens; "" or
+	// "opaque" for latchkey's opaque ones.
+	AccessTokenFormat string
+	CreatedAt         time.Time // set by the backend on insert
 	UpdatedAt             time.Time // set by the backend on every write
 }
 

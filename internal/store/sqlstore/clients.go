@@ -9,13 +9,13 @@ import (
 
 const clientColumns = `id, secret_hash, secret_phc, name, auth_method, jwks, jwks_uri, redirect_uris, grant_types,
 	scopes, consent_required, allow_plain_pkce, access_ttl, refresh_ttl, app_identifier, app_platform, app_version,
-	introspect_any_token, device_approval_clients, created_at, updated_at`
+	introspect_any_token, device_approval_clients, post_logout_redirect_uris, access_token_format, created_at, updated_at`
 
 // UpsertClient creates or replaces a client, keeping its CreatedAt.
 func (db *DB) UpsertClient(ctx context.Context, c store.Client) error {
 	now := micros(time.Now())
 	_, err := db.exec(ctx, `INSERT INTO clients (`+clientColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET secret_hash = excluded.secret_hash, secret_phc = excluded.secret_phc,
 			name = excluded.name, auth_method = excluded.auth_method, jwks = excluded.jwks, jwks_uri = excluded.jwks_uri,
 			redirect_uris = excluded.redirect_uris, grant_types = excluded.grant_types, scopes = excluded.scopes,
@@ -23,11 +23,12 @@ func (db *DB) UpsertClient(ctx context.Context, c store.Client) error {
 			access_ttl = excluded.access_ttl, refresh_ttl = excluded.refresh_ttl, app_identifier = excluded.app_identifier,
 			app_platform = excluded.app_platform, app_version = excluded.app_version,
 			introspect_any_token = excluded.introspect_any_token, device_approval_clients = excluded.device_approval_clients,
+			post_logout_redirect_uris = excluded.post_logout_redirect_uris, access_token_format = excluded.access_token_format,
 			updated_at = excluded.updated_at`,
 		c.ID, c.SecretHash, c.SecretPHC, c.Name, c.TokenEndpointAuthMethod, c.JWKS, c.JWKSURI,
 		list(c.RedirectURIs), list(c.GrantTypes), list(c.Scopes), c.ConsentRequired, c.AllowPlainPKCE,
 		int64(c.AccessTokenLifetime), int64(c.RefreshTokenLifetime), c.AppIdentifier, c.AppPlatform, c.AppVersion,
-		c.IntrospectAnyToken, list(c.DeviceApprovalClients), now, now)
+		c.IntrospectAnyToken, list(c.DeviceApprovalClients), list(c.PostLogoutRedirectURIs), c.AccessTokenFormat, now, now)
 	return err
 }
 
@@ -35,11 +36,11 @@ type scanner interface{ Scan(...any) error }
 
 func scanClient(s scanner) (store.Client, error) {
 	var c store.Client
-	var redirects, grants, scopes, approvals string
+	var redirects, grants, scopes, approvals, logouts string
 	var access, refresh, created, updated int64
 	if err := s.Scan(&c.ID, &c.SecretHash, &c.SecretPHC, &c.Name, &c.TokenEndpointAuthMethod, &c.JWKS, &c.JWKSURI,
 		&redirects, &grants, &scopes, &c.ConsentRequired, &c.AllowPlainPKCE, &access, &refresh,
-		&c.AppIdentifier, &c.AppPlatform, &c.AppVersion, &c.IntrospectAnyToken, &approvals, &created, &updated); err != nil {
+		&c.AppIdentifier, &c.AppPlatform, &c.AppVersion, &c.IntrospectAnyToken, &approvals, &logouts, &c.AccessTokenFormat, &created, &updated); err != nil {
 		return c, err
 	}
 	var err error
@@ -53,6 +54,9 @@ func scanClient(s scanner) (store.Client, error) {
 		return c, err
 	}
 	if c.DeviceApprovalClients, err = fromList(approvals); err != nil {
+		return c, err
+	}
+	if c.PostLogoutRedirectURIs, err = fromList(logouts); err != nil {
 		return c, err
 	}
 	c.SecretHash, c.JWKS = fromBlob(c.SecretHash), fromBlob(c.JWKS)

@@ -21,6 +21,7 @@ func fullClient(id string) store.Client {
 		ConsentRequired: true, AllowPlainPKCE: true, AccessTokenLifetime: 15 * time.Minute,
 		RefreshTokenLifetime: 720*time.Hour + time.Nanosecond, AppIdentifier: "com.example.app",
 		AppPlatform: "ios", AppVersion: "1.2.3", IntrospectAnyToken: true, DeviceApprovalClients: []string{"tv", "console"},
+		PostLogoutRedirectURIs: []string{"https://app.example/bye"}, AccessTokenFormat: "jwt",
 	}
 }
 
