@@ -71,7 +71,7 @@ type Client struct {
 	// "opaque" for latchkey's opaque ones.
 	AccessTokenFormat string
 	CreatedAt         time.Time // set by the backend on insert
-	UpdatedAt             time.Time // set by the backend on every write
+	UpdatedAt         time.Time // set by the backend on every write
 }
 
 // Clients stores OAuth clients.
