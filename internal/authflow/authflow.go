@@ -106,6 +106,10 @@ type Request struct {
 	Remembered []string
 	// Consented: the person consented to this very request just now.
 	Consented bool
+	// AuthNotBefore: a browser flow wants an authentication at or after
+	// this time (to the second; OpenID Connect prompt=login, max_age, an
+	// id_token_hint of another person). Zero: any.
+	AuthNotBefore time.Time
 }
 
 // Decision is what must happen next.
@@ -165,6 +169,10 @@ func Decide(p Policy, r Request) Decision {
 	}
 	if !identity.MaySignIn(r.Person.Status) {
 		d.Step, d.Reason = Refuse, ReasonInactive
+		return d
+	}
+	if r.Kind == Browser && r.Auth.Time.Unix() < r.AuthNotBefore.Unix() {
+		d.Step = Login // too long ago for this request: sign in again
 		return d
 	}
 	if r.Auth.Level < level {

@@ -167,8 +167,9 @@ func (p *Pages) LoginPage(w http.ResponseWriter, r *http.Request) error {
 
 func (p *Pages) loginForm(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, client store.Client, msgKey string) {
 	t, lang := Messages(ar.Language)
+	// login_hint (OpenID Connect) fills in the address; the person may change it.
 	d := &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
-		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t[msgKey]}
+		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t[msgKey], Email: ar.LoginHint}
 	p.journeyLinks(r, d)
 	p.render(w, http.StatusOK, "login.html", d)
 }

@@ -1,6 +1,9 @@
 package login
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // messages are the built-in page texts per language; the identity-management
 // configuration's custom_messages will override them.
@@ -203,6 +206,18 @@ var messages = map[string]map[string]string{
 		"resend.sent":                    "Als dit adres op activatie wacht, is er een nieuwe link onderweg.",
 		"home.lead":                      "Een OAuth 2.0-autorisatieserver. Clients vinden de endpoints in de discovery-documenten:",
 	},
+}
+
+// Languages are the language codes the pages have texts in, English first.
+func Languages() []string {
+	out := []string{"en"}
+	for l := range messages {
+		if l != "en" && !strings.Contains(l, "_") {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out[1:])
+	return out
 }
 
 // Messages returns the texts for language (languageCode[_countryCode[_variant]]),

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/client"
@@ -31,7 +32,37 @@ type AuthorizeRequest struct {
 	// DeviceUserCode marks a device verification: the hosted pages approve
 	// that device instead of issuing a code.
 	DeviceUserCode string `json:"device_user_code,omitempty"`
+
+	// OpenID Connect (OIDC Core section 3.1.2.1).
+	Nonce  string   `json:"nonce,omitempty"`
+	Prompt []string `json:"prompt,omitempty"` // none | login | consent | select_account
+	// MaxAge is max_age in seconds; nil when the request has none.
+	MaxAge    *int64 `json:"max_age,omitempty"`
+	LoginHint string `json:"login_hint,omitempty"`
+	// HintSubject is the sub of a verified id_token_hint.
+	HintSubject string `json:"hint_subject,omitempty"`
+	// RequestedAt is when the request arrived (Unix seconds): prompt=login
+	// wants an authentication at or after it.
+	RequestedAt int64 `json:"requested_at,omitempty"`
 }
+
+// Prompted reports whether the request's prompt holds v.
+func (ar *AuthorizeRequest) Prompted(v string) bool { return slices.Contains(ar.Prompt, v) }
+
+// Prompt values (OIDC Core section 3.1.2.1). select_account is taken as
+// login: the login page is where a person chooses the account.
+const (
+	PromptNone          = "none"
+	PromptLogin         = "login"
+	PromptConsent       = "consent"
+	PromptSelectAccount = "select_account"
+)
+
+// PromptValues are the prompt values latchkey answers (discovery).
+var PromptValues = []string{PromptNone, PromptLogin, PromptConsent, PromptSelectAccount}
+
+// maxMaxAge bounds max_age (a year): larger values mean "any session".
+const maxMaxAge = 365 * 24 * 3600
 
 // Error codes of RFC 6749 sections 4.1.2.1 and 5.2.
 const (
@@ -212,6 +243,9 @@ func ParseAuthorizeRequest(client store.Client, q url.Values) (*AuthorizeRequest
 		}
 		ar.Language = v
 	}
+	if desc := ar.parseOIDC(q); desc != "" {
+		return nil, fail(ErrInvalidRequest, desc, "AUTHZ_REQUEST_INVALID")
+	}
 	var desc string
 	if ar.HookParams, desc = customParams(q, hookParamPrefix); desc != "" {
 		return nil, fail(ErrInvalidRequest, desc, "AUTHZ_REQUEST_INVALID")
@@ -220,6 +254,43 @@ func ParseAuthorizeRequest(client store.Client, q url.Values) (*AuthorizeRequest
 		return nil, fail(ErrInvalidRequest, desc, "AUTHZ_REQUEST_INVALID")
 	}
 	return ar, nil
+}
+
+// parseOIDC reads the OpenID Connect parameters of q (OIDC Core section
+// 3.1.2.1); it answers a description when one is malformed. id_token_hint
+// and ui_locales need the service: Service.oidcRequest reads them.
+func (ar *AuthorizeRequest) parseOIDC(q url.Values) string {
+	ar.Nonce = q.Get("nonce")
+	ar.LoginHint = q.Get("login_hint")
+	if v := q.Get("prompt"); v != "" {
+		for _, p := range strings.Fields(v) {
+			if !slices.Contains(PromptValues, p) {
+				return "The prompt value " + strconv.Quote(truncate(p, 32)) + " is not supported."
+			}
+			if !slices.Contains(ar.Prompt, p) {
+				ar.Prompt = append(ar.Prompt, p)
+			}
+		}
+		if ar.Prompted(PromptNone) && len(ar.Prompt) > 1 {
+			return "prompt=none cannot be combined with other prompt values."
+		}
+	}
+	if v, ok := q["max_age"]; ok {
+		n, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil || n < 0 {
+			return "max_age must be a non-negative number of seconds."
+		}
+		n = min(n, maxMaxAge)
+		ar.MaxAge = &n
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // customParams collects prefix<key>=value parameters; a repeated key keeps
@@ -277,7 +348,7 @@ func AllowedScopes(client store.Client, requested []string) ([]string, string) {
 		return slices.Clone(client.Scopes), ""
 	}
 	for _, s := range requested {
-		if !slices.Contains(client.Scopes, s) {
+		if !slices.Contains(client.Scopes, s) && !allowsOIDCScope(client, s) {
 			return nil, "The scope " + s + " is not allowed for this client."
 		}
 	}

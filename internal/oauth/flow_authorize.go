@@ -54,11 +54,17 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
+	ar.RequestedAt = f.Time.Unix()
+	if aerr := s.oidcRequest(ctx, client, ar, q); aerr != nil {
+		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
+		return nil
+	}
 	// A logged-in person who needs no page gets the code at once; any other
 	// step is the hosted pages' (the login page moves on to the right one).
+	var d authflow.Decision
 	if sess, ok := s.Pages.Session(r); ok {
-		d, err := s.Next(ctx, client, ar, &sess, false)
-		if err != nil {
+		if d, err = s.Next(ctx, client, ar, &sess, false); err != nil {
 			return err
 		}
 		if a, ok := d.Approved(); ok {
@@ -69,6 +75,13 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 			http.Redirect(w, r, to, http.StatusFound)
 			return nil
 		}
+	}
+	if ar.Prompted(PromptNone) {
+		// OIDC Core section 3.1.2.6: no page may be shown; say which one was needed.
+		aerr := promptNoneError(ar, d)
+		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
+		return nil
 	}
 	id, err := s.SaveRequest(ctx, ar)
 	if err != nil {
@@ -147,8 +160,10 @@ func (s *Service) Next(ctx context.Context, client store.Client, ar *AuthorizeRe
 	if err != nil {
 		return authflow.Decision{}, err
 	}
+	forceConsent := ar.Prompted(PromptConsent)
 	req := authflow.Request{Kind: authflow.Browser, Scopes: ar.Scopes, Configured: configured,
-		ConsentRequired: client.ConsentRequired, ConsentEveryTime: ar.DeviceUserCode != "", Consented: consented}
+		ConsentRequired: client.ConsentRequired || forceConsent, ConsentEveryTime: ar.DeviceUserCode != "" || forceConsent,
+		Consented: consented}
 	if sess != nil {
 		p, err := s.Store.GetPerson(ctx, sess.PersonID)
 		switch {
@@ -159,6 +174,7 @@ func (s *Service) Next(ctx context.Context, client store.Client, ar *AuthorizeRe
 		}
 		req.Person = &p
 		req.Auth = &authflow.Authentication{Level: sess.AuthLevel, AMR: sess.AMR, Time: sess.AuthTime}
+		req.AuthNotBefore = ar.authNotBefore(sess.PersonID)
 		if client.ConsentRequired && !consented && ar.DeviceUserCode == "" {
 			cs, err := s.Store.ListConsents(ctx, sess.PersonID, client.ID)
 			if err != nil {
@@ -183,7 +199,8 @@ func (s *Service) Complete(ctx context.Context, f request.Facts, client store.Cl
 	if a.Subject() == "" {
 		return "", errNotApproved
 	}
-	data, err := json.Marshal(grantData{HookParams: ar.HookParams, Language: ar.Language, IDP: ar.IDP})
+	data, err := json.Marshal(grantData{HookParams: ar.HookParams, Language: ar.Language, IDP: ar.IDP,
+		Nonce: ar.Nonce, AuthTime: a.AuthTime().Unix()})
 	if err != nil {
 		return "", err
 	}

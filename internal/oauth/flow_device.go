@@ -262,14 +262,9 @@ func (s *Service) approve(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	f := s.facts(r)
 	userCode := r.URL.Query().Get("user_code")
-	bearer := ""
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		bearer = strings.TrimSpace(h[7:])
-	}
+	bearer := bearerToken(r)
 	if bearer == "" {
-		e := oauthError(http.StatusUnauthorized, ErrInvalidRequest, "An access token is required (Authorization: Bearer).")
-		e.Header = map[string]string{"WWW-Authenticate": `Bearer realm="latchkey"`}
-		return e
+		return bearerMissing()
 	}
 	if userCode == "" {
 		return newError(ErrInvalidRequest, "The user_code parameter is required.")
@@ -277,9 +272,7 @@ func (s *Service) approve(w http.ResponseWriter, r *http.Request) error {
 	found, err := token.Active(ctx, s.tokens(), s.Store, token.AccessToken, bearer, f.Time)
 	t, g := found.Token, found.Grant
 	if errors.Is(err, token.ErrInactive) {
-		e := oauthError(http.StatusUnauthorized, "invalid_token", "The access token is not active.")
-		e.Header = map[string]string{"WWW-Authenticate": `Bearer realm="latchkey", error="invalid_token"`}
-		return e
+		return bearerInvalid()
 	}
 	if err != nil {
 		return err

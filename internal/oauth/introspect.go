@@ -116,10 +116,8 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 		return nil, err
 	}
 	var data grantData
-	if len(g.Data) > 0 {
-		if err := json.Unmarshal(g.Data, &data); err != nil {
-			return nil, err
-		}
+	if err := decodeGrantData(g.Data, &data); err != nil {
+		return nil, err
 	}
 	sub := t.Subject
 	if sub == "" {

@@ -72,8 +72,10 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	if is.grant != nil {
 		subject = is.grant.Subject
 	}
+	var person store.Person
 	if !is.personLocked {
-		if _, err := lockPerson(ctx, st, subject); err != nil {
+		var err error
+		if person, err = lockPerson(ctx, st, subject); err != nil {
 			return nil, store.Grant{}, err
 		}
 	}
@@ -183,6 +185,16 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	// RFC 6749 section 5.1: scope is required in the answer when it differs from the request.
 	if !slices.Equal(is.requested, is.scopes) {
 		resp.Scope = joinScopes(is.scopes)
+	}
+	if s.Keys != nil && g.Subject != "" && slices.Contains(is.scopes, ScopeOpenID) {
+		if person.ID == "" { // the caller locked it: read it in the same transaction
+			if person, err = st.GetPerson(ctx, g.Subject); err != nil {
+				return nil, g, err
+			}
+		}
+		if resp.IDToken, err = s.idToken(ctx, person, is.client, g, is.scopes, data, access, is.grant == nil, now); err != nil {
+			return nil, g, err
+		}
 	}
 	return resp, g, nil
 }

@@ -51,6 +51,13 @@ type Service struct {
 	Log         *slog.Logger
 	// Flow is the authentication levels authflow decides with.
 	Flow authflow.Policy
+	// Keys sign ID tokens and JWT access tokens (OpenID Connect); nil:
+	// neither is issued.
+	Keys            Keys
+	IDTokenLifetime time.Duration // default 1h
+	// PageLanguages are the language codes the hosted pages speak
+	// (ui_locales picks the first of them it names).
+	PageLanguages []string
 
 	CodeLifetime        time.Duration // default 60 s
 	DeviceCodeLifetime  time.Duration // default 10 min
@@ -89,6 +96,7 @@ type TokenResponse struct {
 	ExpiresIn    int64  `json:"expires_in"`
 	ProfileID    string `json:"profile_id"`
 	Scope        string `json:"scope,omitempty"`
+	IDToken      string `json:"id_token,omitempty"` // OpenID Connect, with scope openid
 
 	limited bool // the access token has a usage limit
 }
@@ -100,6 +108,19 @@ type grantData struct {
 	IDP              string              `json:"idp,omitempty"`
 	UserDetails      map[string]any      `json:"user_details,omitempty"`      // cache for introspection
 	AdditionalClaims map[string]any      `json:"additional_claims,omitempty"` // from the access token hook
+	// OpenID Connect: the nonce of the authorization request (echoed in
+	// the first ID token only) and when the person authenticated (Unix
+	// seconds; 0: when the grant was made).
+	Nonce    string `json:"nonce,omitempty"`
+	AuthTime int64  `json:"auth_time,omitempty"`
+}
+
+// decodeGrantData reads a grant's data; none is the zero grantData.
+func decodeGrantData(b []byte, data *grantData) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.Unmarshal(b, data)
 }
 
 func joinScopes(s []string) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/login"
+	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/signing"
@@ -48,9 +49,14 @@ func (s *Server) routes(mux, adminMux *http.ServeMux) {
 	mux.Handle("GET /oauth/device_authorization/verification", page(s.pages.DevicePage))
 	mux.Handle("POST /oauth/device_authorization/verification", page(s.pages.DeviceSubmit))
 	// RFC 8414: the grant types are the token endpoint's grants table.
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.oauth.Metadata)
-	// OpenID Connect (issue 20): the public keys of every published signing key.
+	mux.Handle("GET /.well-known/oauth-authorization-server", oauthAPI(s.oauth.Metadata))
+	// OpenID Connect (docs/OIDC.md): discovery is the same document; the
+	// public keys of every published signing key; UserInfo (RFC 6750
+	// bearer answers); RP-initiated logout ends the browser session.
+	mux.Handle("GET "+oauth.PathDiscovery, oauthAPI(s.oauth.Metadata))
 	mux.Handle("GET "+signing.PathJWKS, oauthAPI(s.keys.ServeJWKS))
+	mux.Handle("GET "+oauth.PathUserInfo, oauthAPI(s.oauth.UserInfo))
+	mux.Handle("POST "+oauth.PathUserInfo, oauthAPI(s.oauth.UserInfo))
 
 	// Scope configuration API (shared/spec/interface.md, "Scopes API").
 	scopeAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.APIStyle, fn) }

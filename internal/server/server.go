@@ -144,6 +144,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		Issuer: cfg.Issuer, Now: now, Log: logger, DeviceCodeLifetime: time.Duration(cfg.DeviceCodeLifetime),
 		ClientCache: clients,
 		Flow:        authflow.Policy{PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel},
+		Keys:        s.keys, IDTokenLifetime: time.Duration(cfg.OIDC.IDTokenLifetime), PageLanguages: login.Languages(),
 	}
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,

@@ -241,6 +241,53 @@ func (k *Keys) Sign(ctx context.Context, payload []byte, typ string) (string, er
 	return jws.CompactSerialize()
 }
 
+// SignClaims signs the claims build makes for the algorithm of the current
+// key: one key is picked for both, so a claim that depends on the
+// algorithm (the at_hash of an ID token) always matches the signature,
+// even while a key of another algorithm takes over.
+func (k *Keys) SignClaims(ctx context.Context, typ string, build func(alg string) ([]byte, error)) (string, error) {
+	snap, err := k.current(ctx)
+	if err != nil {
+		return "", err
+	}
+	active := snap.active(k.now())
+	if active == nil {
+		return "", ErrNoKey
+	}
+	payload, err := build(active.alg)
+	if err != nil {
+		return "", err
+	}
+	s, err := active.signer(typ)
+	if err != nil {
+		return "", err
+	}
+	jws, err := (&checkedSigner{Signer: s, keys: k}).Sign(payload)
+	if err != nil {
+		return "", err
+	}
+	return jws.CompactSerialize()
+}
+
+// PublishedAlgorithms are the algorithms of the keys in the JWKS, the
+// signing key's first (discovery's id_token_signing_alg_values_supported).
+func (k *Keys) PublishedAlgorithms(ctx context.Context) ([]string, error) {
+	set, err := k.JWKS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var algs []string
+	for _, j := range set.Keys {
+		if !slices.Contains(algs, j.Algorithm) {
+			algs = append(algs, j.Algorithm)
+		}
+	}
+	if len(algs) == 0 {
+		algs = append(algs, k.cfg.Algorithm)
+	}
+	return algs, nil
+}
+
 // Signer returns a jose.Signer of the current key, for go-jose's jwt
 // builders (jwt.Signed(s).Claims(...).Serialize()). It is bound to the key
 // current now: get one per token, not one per process. It refuses claims
