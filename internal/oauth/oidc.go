@@ -304,7 +304,9 @@ type IDTokenClaims struct {
 	Audience json.RawMessage `json:"aud"`
 }
 
-func (c IDTokenClaims) hasAudience(clientID string) bool { return slices.Contains(c.Audiences(), clientID) }
+func (c IDTokenClaims) hasAudience(clientID string) bool {
+	return slices.Contains(c.Audiences(), clientID)
+}
 
 // Audiences returns the aud claim as a list.
 func (c IDTokenClaims) Audiences() []string {
