@@ -40,6 +40,14 @@ const (
 	ClientCredentialsCheckFailed = "CLIENT_CREDENTIALS_CHECK_FAILED"
 )
 
+// OAuth events: OpenID Connect.
+const (
+	IDTokenCreated           = "ID_TOKEN_CREATED"
+	OpenIDLogoutSuccess      = "OPENID_SESSION_LOGOUT_SUCCESS"
+	OpenIDLogoutConfirmShown = "OPENID_SESSION_LOGOUT_CONFIRM_PAGE_SHOWN"
+	OpenIDLogoutRejected     = "OPENID_SESSION_LOGOUT_FAILURE_REJECTED"
+)
+
 // OAuth events: token endpoint.
 const (
 	TokenRequestInvalid             = "TOKEN_REQUEST_INVALID"

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/store"
@@ -144,9 +145,16 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	}
 	limit := scopes.UsageLimit(configured)
 	exp := now.Add(is.client.AccessTokenLifetime)
-	access, accessHash, err := s.tokens().Mint(token.AccessToken, token.Claims{GrantID: g.ID, ClientID: is.client.ID,
-		Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: exp})
-	if err != nil {
+	claims := token.Claims{GrantID: g.ID, ClientID: is.client.ID, Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: exp}
+	var access string
+	var accessHash []byte
+	if s.Keys != nil && client.IssuesJWTAccessTokens(is.client) && limit == 0 {
+		// A counted token stays opaque: only introspection can count its uses.
+		if access, err = s.jwtAccessToken(ctx, &claims, g, data); err != nil {
+			return nil, g, err
+		}
+		exp, accessHash = claims.ExpiresAt, s.tokens().Key(token.AccessToken, access)
+	} else if access, accessHash, err = s.tokens().Mint(token.AccessToken, claims); err != nil {
 		return nil, g, err
 	}
 	if err := st.CreateToken(ctx, store.Token{
@@ -158,7 +166,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	resp := &TokenResponse{
 		TokenType:   "bearer",
 		AccessToken: access,
-		ExpiresIn:   int64(is.client.AccessTokenLifetime / time.Second),
+		ExpiresIn:   int64(exp.Sub(now) / time.Second),
 		ProfileID:   s.profileID(is.client, g.Subject),
 		limited:     limit > 0,
 	}

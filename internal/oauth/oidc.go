@@ -17,7 +17,9 @@ import (
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
 )
 
 // Keys signs latchkey's JWTs and checks the ones presented back to it
@@ -31,6 +33,8 @@ type Keys interface {
 	Verify(ctx context.Context, token, typ string) ([]byte, error)
 	// PublishedAlgorithms are the algorithms of the published keys.
 	PublishedAlgorithms(ctx context.Context) ([]string, error)
+	// MaxSignedLifetime is the longest lifetime a signed token may have.
+	MaxSignedLifetime() time.Duration
 }
 
 // OpenID Connect scopes (OIDC Core sections 5.4 and 11).
@@ -109,6 +113,47 @@ func (s *Service) idToken(ctx context.Context, p store.Person, c store.Client, g
 		claims["at_hash"] = halfHash(h, accessToken)
 		return json.Marshal(claims)
 	})
+}
+
+// AccessTokenType is the JWS typ of JWT access tokens (RFC 9068 section 2.1).
+const AccessTokenType = "at+jwt"
+
+// jwtAccessToken is an RFC 9068 access token for c, signed with the OIDC
+// keys. It is stored like an opaque one (under the keyed hash of its
+// value), so introspection, revocation and bearer authentication treat
+// both alike. Its audience is the issuer (the default resource
+// indicator: latchkey has no resource parameter), and it expires no later
+// than a signed token may (c.ExpiresAt is moved in when it would).
+func (s *Service) jwtAccessToken(ctx context.Context, c *token.Claims, g store.Grant, data grantData) (string, error) {
+	if limit := c.IssuedAt.Add(s.Keys.MaxSignedLifetime()); c.ExpiresAt.After(limit) {
+		c.ExpiresAt = limit
+	}
+	claims := map[string]any{}
+	for k, v := range data.AdditionalClaims { // the access token hook's claims
+		claims[k] = v
+	}
+	sub := c.Subject
+	if sub == "" {
+		sub = c.ClientID // client credentials: the client is the subject (RFC 9068 section 2.2)
+	}
+	claims["iss"], claims["aud"], claims["sub"], claims["client_id"] = s.Issuer, s.Issuer, sub, c.ClientID
+	claims["iat"], claims["exp"], claims["jti"] = c.IssuedAt.Unix(), c.ExpiresAt.Unix(), token.Random(16)
+	claims["scope"] = joinScopes(c.Scopes)
+	if c.Subject != "" {
+		claims["auth_time"] = g.CreatedAt.Unix()
+		if data.AuthTime > 0 {
+			claims["auth_time"] = data.AuthTime
+		}
+		claims["acr"] = strconv.Itoa(g.AuthLevel)
+		if amr := AMR(g.AMR); len(amr) > 0 {
+			claims["amr"] = amr
+		}
+	}
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
+	}
+	return s.Keys.SignClaims(ctx, AccessTokenType, func(string) ([]byte, error) { return payload, nil })
 }
 
 // hashOf is the hash of a JWS algorithm that at_hash uses (OIDC Core
@@ -253,15 +298,21 @@ func (s *Service) oidcRequest(ctx context.Context, c store.Client, ar *Authorize
 		ar.HintSubject = claims.Subject
 	}
 	if ar.Language == "" {
-		for _, tag := range strings.Fields(q.Get("ui_locales")) {
-			code := strings.ToLower(strings.SplitN(tag, "-", 2)[0])
-			if slices.Contains(s.PageLanguages, code) {
-				ar.Language = code
-				break
-			}
-		}
+		ar.Language = PickLanguage(q.Get("ui_locales"), s.PageLanguages)
 	}
 	return nil
+}
+
+// PickLanguage is the language code of the first of ui_locales (BCP 47
+// tags, OIDC Core section 3.1.2.1) that supported holds, or "".
+func PickLanguage(uiLocales string, supported []string) string {
+	for _, tag := range strings.Fields(uiLocales) {
+		code := strings.ToLower(strings.SplitN(tag, "-", 2)[0])
+		if slices.Contains(supported, code) {
+			return code
+		}
+	}
+	return ""
 }
 
 // authNotBefore is the earliest authentication the request accepts from
@@ -340,4 +391,79 @@ func (s *Service) VerifyIDTokenHint(ctx context.Context, hint string) (IDTokenCl
 		return IDTokenClaims{}, errBadHint
 	}
 	return c, nil
+}
+
+// EndSession is a validated RP-initiated logout request (OpenID Connect
+// RP-Initiated Logout 1.0 section 2).
+type EndSession struct {
+	ClientID string
+	// Subject is the sub of a valid id_token_hint: the relying party
+	// proved which person it signs out.
+	Subject string
+	// Target is post_logout_redirect_uri with state, or "" for the
+	// signed-out page.
+	Target string
+}
+
+// ParseEndSession validates a logout request. post_logout_redirect_uri
+// must be one of the client's post_logout_redirect_uris exactly, and the
+// client must be named by the id_token_hint or client_id: otherwise the
+// endpoint would redirect anywhere. A refusal is an *Error for the page;
+// nothing redirects before the request is valid.
+func (s *Service) ParseEndSession(ctx context.Context, f request.Facts, q url.Values) (EndSession, error) {
+	refuse := func(desc string) (EndSession, error) {
+		s.record(ctx, f, events.OAuth{Type: events.OpenIDLogoutRejected, ClientID: truncateID(q.Get("client_id"))})
+		return EndSession{}, newError(ErrInvalidRequest, desc)
+	}
+	for name, vs := range q {
+		if len(vs) > 1 {
+			return refuse("The parameter " + truncate(name, 64) + " is repeated.")
+		}
+		if len(vs[0]) > 8192 {
+			return refuse("The parameter " + truncate(name, 64) + " is too long.")
+		}
+	}
+	var es EndSession
+	es.ClientID = q.Get("client_id")
+	if hint := q.Get("id_token_hint"); hint != "" {
+		claims, err := s.VerifyIDTokenHint(ctx, hint)
+		if err != nil {
+			return refuse("The id_token_hint is not an ID token of this server.")
+		}
+		auds := claims.Audiences()
+		switch {
+		case es.ClientID == "":
+			es.ClientID = auds[0]
+		case !slices.Contains(auds, es.ClientID):
+			return refuse("The client_id is not the audience of the id_token_hint.")
+		}
+		es.Subject = claims.Subject
+	}
+	target := q.Get("post_logout_redirect_uri")
+	if target == "" {
+		return es, nil
+	}
+	if es.ClientID == "" {
+		return refuse("A post_logout_redirect_uri needs the id_token_hint or client_id of its client.")
+	}
+	c, err := s.Store.GetClient(ctx, es.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return refuse("The client is not known.")
+	}
+	if err != nil {
+		return EndSession{}, err
+	}
+	if !slices.Contains(c.PostLogoutRedirectURIs, target) {
+		return refuse("The post_logout_redirect_uri is not registered for this client.")
+	}
+	es.Target = target
+	if st := q.Get("state"); st != "" {
+		es.Target = addQuery(target, url.Values{"state": {st}})
+	}
+	return es, nil
+}
+
+// RecordLogout records an RP-initiated logout step (events.OpenIDLogout*).
+func (s *Service) RecordLogout(ctx context.Context, f request.Facts, eventType string, es EndSession) {
+	s.record(ctx, f, events.OAuth{Type: eventType, ClientID: truncateID(es.ClientID), UserID: es.Subject})
 }

@@ -57,6 +57,8 @@ func (s *Server) routes(mux, adminMux *http.ServeMux) {
 	mux.Handle("GET "+signing.PathJWKS, oauthAPI(s.keys.ServeJWKS))
 	mux.Handle("GET "+oauth.PathUserInfo, oauthAPI(s.oauth.UserInfo))
 	mux.Handle("POST "+oauth.PathUserInfo, oauthAPI(s.oauth.UserInfo))
+	mux.Handle("GET "+oauth.PathEndSession, page(s.pages.EndSession))
+	mux.Handle("POST "+oauth.PathEndSession, page(s.pages.EndSession))
 
 	// Scope configuration API (shared/spec/interface.md, "Scopes API").
 	scopeAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.APIStyle, fn) }
