@@ -543,7 +543,7 @@ func TestOpenIDConnectLogout(t *testing.T) {
 		// Refused before anything ends: a URI the client did not register, a tampered hint.
 		parts := strings.Split(raw, ".")
 		for name, q := range map[string]url.Values{
-			"unregistered uri": {"id_token_hint": {raw}, "post_logout_redirect_uri": {"https://evil.example/"}},
+			"unregistered uri":   {"id_token_hint": {raw}, "post_logout_redirect_uri": {"https://evil.example/"}},
 			"uri without client": {"post_logout_redirect_uri": {back}},
 			"tampered hint":      {"id_token_hint": {parts[0] + "." + parts[1] + "." + parts[2][:len(parts[2])-4] + "AAAA"}},
 			"other client":       {"id_token_hint": {raw}, "client_id": {"consenting"}},
