@@ -59,6 +59,14 @@ func TestDecide(t *testing.T) {
 		{"device verification asks every time", authflow.Request{Scopes: []string{"read"}, Configured: []store.Scope{read}, Person: active, Auth: password,
 			ConsentRequired: true, ConsentEveryTime: true, Remembered: []string{"read"}}, authflow.Consent, "", ""},
 		{"client without consent: issue", authflow.Request{Scopes: []string{"y"}, Person: active, Auth: password}, authflow.Issue, "", ""},
+		{"authentication older than the request wants (prompt=login, max_age): log in again",
+			authflow.Request{Scopes: []string{"y"}, Person: active, Auth: password, AuthNotBefore: now.Add(time.Second)}, authflow.Login, "", ""},
+		{"authentication in the same second as the limit: issue",
+			authflow.Request{Scopes: []string{"y"}, Person: active, Auth: password, AuthNotBefore: now.Truncate(time.Second)}, authflow.Issue, "", ""},
+		{"a too-old authentication does not skip the status check",
+			authflow.Request{Person: &store.Person{ID: "p", Status: "BLOCKED"}, Auth: password, AuthNotBefore: now.Add(time.Hour)}, authflow.Refuse, authflow.ReasonInactive, ""},
+		{"a refresh keeps its authentication, whatever the limit",
+			authflow.Request{Kind: authflow.Refresh, Scopes: []string{"y"}, Person: active, Auth: password, AuthNotBefore: now.Add(time.Hour)}, authflow.Issue, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := authflow.Decide(policy, tc.req)

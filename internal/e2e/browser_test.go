@@ -106,8 +106,9 @@ func testConfig(redirect string) *config.Config {
 		Clients: []config.Client{
 			{ClientID: "web", Name: "Example App", ClientSecret: webSecret,
 				TokenEndpointAuthMethod: client.AuthClientSecretBasic, RedirectURIs: []string{redirect},
-				GrantTypes: []string{client.GrantAuthorizationCode, client.GrantRefreshToken},
-				Scopes:     []string{"read", "write"}, ConsentRequired: boolPtr(true), IntrospectAnyToken: true},
+				PostLogoutRedirectURIs: []string{redirect},
+				GrantTypes:             []string{client.GrantAuthorizationCode, client.GrantRefreshToken},
+				Scopes:                 []string{"read", "write"}, ConsentRequired: boolPtr(true), IntrospectAnyToken: true},
 			{ClientID: "spa", Name: "Example SPA", TokenEndpointAuthMethod: client.AuthNone,
 				RedirectURIs: []string{redirect},
 				GrantTypes:   []string{client.GrantAuthorizationCode, client.GrantRefreshToken},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 )
 
@@ -169,7 +170,9 @@ func TestOpenIDConnectProvider(t *testing.T) {
 		var disc, meta map[string]any
 		for path, into := range map[string]*map[string]any{"/.well-known/openid-configuration": &disc,
 			"/.well-known/oauth-authorization-server": &meta} {
-			if err := json.Unmarshal([]byte(servertest.Get(t, e.s.Client(), e.s.URL+path)), into); err != nil {
+			req, _ := http.NewRequest("GET", e.s.URL+path, nil)
+			_, body := openapicheck.Do(t, e.s.Client(), req) // checked against api/openapi.yaml
+			if err := json.Unmarshal(body, into); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -480,12 +483,7 @@ func TestOpenIDConnectBadInput(t *testing.T) {
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)
 			}
-			resp, err := e.s.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			resp, body := openapicheck.Do(t, e.s.Client(), req)
 			if resp.StatusCode != tc.status || !strings.Contains(resp.Header.Get("WWW-Authenticate"), tc.challenge) {
 				t.Errorf("userinfo %s %s: %d %q %s", method, tc.name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
 			}
@@ -513,12 +511,7 @@ func TestOpenIDConnectBadInput(t *testing.T) {
 	// The form token alone works (RFC 6750 section 2.2).
 	req, _ = http.NewRequest("POST", e.s.URL+"/oauth/userinfo", strings.NewReader(url.Values{"access_token": {tok.AccessToken}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err = e.s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp, _ := openapicheck.Do(t, e.s.Client(), req); resp.StatusCode != http.StatusOK {
 		t.Errorf("userinfo with a form token: %d", resp.StatusCode)
 	}
 }
@@ -618,5 +611,35 @@ func TestKeyRotationKeepsOldTokensVerifiable(t *testing.T) {
 		if _, err := then.Verify(e.ctx, oldRaw); err != nil {
 			t.Errorf("the old ID token: %v", err)
 		}
+	})
+}
+
+// TestEndSessionConfirmInBrowser: a logout link without an id_token_hint
+// asks the signed-in person first; confirming ends the session and goes
+// back to the client's registered address with the state.
+func TestEndSessionConfirmInBrowser(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		cfg := e.oauthConfig("web", webSecret, oauth2.AuthStyleInHeader, "openid")
+		navigate(t, e.ctx, cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		expectPage(t, login(t, e.ctx, personEmail, personPass), e.s.URL, "/consent", 200)
+		click(t, e.ctx, "allow")
+		e.expectCode(t, e.app.wait(t), "st")
+
+		logout := e.s.URL + "/oauth/end_session?" + url.Values{"client_id": {"web"},
+			"post_logout_redirect_uri": {e.app.callbackURL()}, "state": {"bye-1"}}.Encode()
+		resp := navigate(t, e.ctx, logout)
+		expectPage(t, resp, e.s.URL, "/oauth/end_session", 200)
+		expectStyled(t, e.ctx)
+		e.screenshot(t, "end_session.png")
+		resp = click(t, e.ctx, "confirm")
+		if !strings.HasPrefix(resp.URL, e.app.callbackURL()+"?") {
+			t.Fatalf("after confirming the browser is at %s, want the client's post-logout address", resp.URL)
+		}
+		if q := e.app.wait(t); q.Get("state") != "bye-1" {
+			t.Errorf("post-logout redirect %v, want state bye-1", q)
+		}
+		// The session is gone: the next authorization shows the login page.
+		resp = navigate(t, e.ctx, cfg.AuthCodeURL("st2", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+		expectPage(t, resp, e.s.URL, "/login", 200)
 	})
 }
