@@ -16,7 +16,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	table := string(out)
 	for _, name := range []string{"client_credentials", "introspect", "introspect_usage_limit", "revoke",
-		"authorization_code", "refresh", "device_polling", "events_search"} {
+		"authorization_code", "authorization_code_openid", "client_credentials_jwt", "refresh", "device_polling", "events_search"} {
 		found := false
 		for _, line := range strings.Split(table, "\n") {
 			f := strings.Fields(line)

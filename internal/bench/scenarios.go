@@ -37,6 +37,11 @@ clients:
     grant_types: [authorization_code, refresh_token]
     scopes: [read]
     consent_required: false
+  - client_id: bench-jwt
+    client_secret: "bench-jwt-secret-bench-jwt-secret"
+    grant_types: [client_credentials]
+    scopes: [read]
+    access_token_format: jwt
   - client_id: bench-tv
     token_endpoint_auth_method: none
     grant_types: ["urn:ietf:params:oauth:grant-type:device_code"]
@@ -51,6 +56,7 @@ const (
 	rsSecret    = "bench-rs-secret-bench-rs-secret"
 	adminSecret = "bench-admin-secret-bench-admin"
 	webSecret   = "bench-web-secret-bench-web-secret"
+	jwtSecret   = "bench-jwt-secret-bench-jwt-secret"
 	redirect    = "http://127.0.0.1/bench/callback"
 	verifier    = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 )
@@ -143,40 +149,29 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "authorization_code", Description: "GET /oauth/authorize with a session cookie → 302 with code → POST /oauth/token (2 requests)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
-			jar, err := login(ctx, base, c)
+			return codeFlowSetup(ctx, base, c, "read")
+		}},
+	{Name: "authorization_code_openid", Description: "the code flow with scope openid and a nonce: the answer carries a signed ID token (RS256 by default)",
+		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
+			return codeFlowSetup(ctx, base, c, "openid read")
+		}},
+	{Name: "client_credentials_jwt", Description: "POST /oauth/token for a client with access_token_format jwt: a signed RFC 9068 access token each time",
+		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
+			tok, size, err := tokenOf(ctx, c, base, url.Values{"grant_type": {"client_credentials"}}, "bench-jwt", jwtSecret)
 			if err != nil {
 				return nil, 0, err
 			}
-			sum := sha256.Sum256([]byte(verifier))
-			authURL := base + "/oauth/authorize?" + url.Values{"client_id": {"bench-web"}, "response_type": {"code"},
-				"redirect_uri": {redirect}, "state": {"s"}, "code_challenge_method": {"S256"},
-				"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}}.Encode()
-			u, _ := url.Parse(base)
-			cookies := jar.Cookies(u)
-			step := func(ctx context.Context, c *http.Client) (int, error) {
-				req, _ := http.NewRequestWithContext(ctx, "GET", authURL, nil)
-				for _, ck := range cookies {
-					req.AddCookie(ck)
-				}
-				resp, err := c.Do(req)
-				if err != nil {
-					return 1, err
-				}
-				if _, err := drain(resp); err != nil {
-					return 1, err
-				}
-				loc, err := resp.Location()
-				if err != nil || loc.Query().Get("code") == "" {
-					return 1, fmt.Errorf("authorize: status %d, no code", resp.StatusCode)
-				}
-				resp, err = form(ctx, c, base+"/oauth/token", url.Values{"grant_type": {"authorization_code"},
-					"code": {loc.Query().Get("code")}, "redirect_uri": {redirect}, "code_verifier": {verifier}}, "bench-web", webSecret)
-				if err != nil {
-					return 2, err
-				}
-				return 2, expect(resp, 200)
+			if at, _ := tok["access_token"].(string); strings.Count(at, ".") != 2 {
+				return nil, 0, errors.New("bench-jwt got no JWT access token")
 			}
-			return step, 200, nil
+			step := func(ctx context.Context, c *http.Client) (int, error) {
+				resp, err := form(ctx, c, base+"/oauth/token", url.Values{"grant_type": {"client_credentials"}}, "bench-jwt", jwtSecret)
+				if err != nil {
+					return 1, err
+				}
+				return 1, expect(resp, 200)
+			}
+			return step, size, nil
 		}},
 	{Name: "refresh", Description: "POST /oauth/token grant_type=refresh_token (confidential client, no rotation)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
@@ -267,6 +262,56 @@ var Scenarios = []Scenario{
 			}
 			return step, len(b), nil
 		}},
+}
+
+// codeFlowSetup signs the bench person in once; each step then asks for a
+// code with the session and exchanges it (2 requests), for scope.
+func codeFlowSetup(ctx context.Context, base string, c *http.Client, scope string) (Step, int, error) {
+	jar, err := login(ctx, base, c)
+	if err != nil {
+		return nil, 0, err
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	authURL := base + "/oauth/authorize?" + url.Values{"client_id": {"bench-web"}, "response_type": {"code"},
+		"redirect_uri": {redirect}, "state": {"s"}, "code_challenge_method": {"S256"}, "scope": {scope},
+		"nonce": {"bench-nonce"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}}.Encode()
+	u, _ := url.Parse(base)
+	cookies := jar.Cookies(u)
+	openid := strings.Contains(scope, "openid")
+	step := func(ctx context.Context, c *http.Client) (int, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", authURL, nil)
+		for _, ck := range cookies {
+			req.AddCookie(ck)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 1, err
+		}
+		if _, err := drain(resp); err != nil {
+			return 1, err
+		}
+		loc, err := resp.Location()
+		if err != nil || loc.Query().Get("code") == "" {
+			return 1, fmt.Errorf("authorize: status %d, no code", resp.StatusCode)
+		}
+		resp, err = form(ctx, c, base+"/oauth/token", url.Values{"grant_type": {"authorization_code"},
+			"code": {loc.Query().Get("code")}, "redirect_uri": {redirect}, "code_verifier": {verifier}}, "bench-web", webSecret)
+		if err != nil {
+			return 2, err
+		}
+		if !openid {
+			return 2, expect(resp, 200)
+		}
+		b, err := drain(resp)
+		if err != nil {
+			return 2, err
+		}
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"id_token":"`) {
+			return 2, fmt.Errorf("token: %d without an ID token: %.200s", resp.StatusCode, b)
+		}
+		return 2, nil
+	}
+	return step, 200, nil
 }
 
 func introspectSetup(ctx context.Context, base string, c *http.Client, scope string) (Step, int, error) {
