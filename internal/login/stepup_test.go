@@ -2,6 +2,7 @@ package login_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -302,4 +303,44 @@ func deviceAuthorization(t *testing.T, s *servertest.Server, client, scope strin
 func pollDevice(t *testing.T, s *servertest.Server, client, deviceCode string) map[string]any {
 	return post(t, s, "/oauth/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"},
 		"device_code": {deviceCode}, "client_id": {client}}, "", "")
+}
+
+// The ID token says what the person did: after the TOTP step-up its amr
+// is pwd, otp and mfa and its acr the level reached; the step-up's page
+// cannot be skipped for it either (TestConsentCannotSkipTheStepUp).
+func TestIDTokenReflectsTheStepUp(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			s := stepUpServer(t, backend)
+			b := s.Browser()
+			q := url.Values{"client_id": {"web"}, "response_type": {"code"}, "redirect_uri": {cb}, "scope": {"openid vault"},
+				"state": {"st"}, "nonce": {"n-1"}}
+			request, csrf := toTOTPFor(t, s, b, q)
+			if loc := location(t, postCode(t, s, b, request, csrf, totp.Code(secret, totp.Counter(s.Clock.Now())))); loc.Path != "/consent" {
+				t.Fatalf("after the step-up: %s", loc)
+			}
+			loc := location(t, form(t, b, s.URL+"/consent", url.Values{"csrf_token": {csrf}, "request": {request}, "decision": {"allow"}}))
+			r := exchangeFull(t, s, loc.Query().Get("code"))
+			raw, _ := r["id_token"].(string)
+			parts := strings.Split(raw, ".")
+			if len(parts) != 3 {
+				t.Fatalf("no ID token: %v", r)
+			}
+			payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c struct {
+				AMR   []string `json:"amr"`
+				ACR   string   `json:"acr"`
+				Nonce string   `json:"nonce"`
+			}
+			if err := json.Unmarshal(payload, &c); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(c.AMR, " ") != "pwd otp mfa" || c.ACR != "2" || c.Nonce != "n-1" {
+				t.Errorf("ID token amr %v acr %q nonce %q; want pwd otp mfa, 2, n-1", c.AMR, c.ACR, c.Nonce)
+			}
+		})
+	}
 }
