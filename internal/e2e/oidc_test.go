@@ -388,7 +388,10 @@ func TestOpenIDConnectPrompt(t *testing.T) {
 		// prompt=consent asks a client that never does.
 		f, _ = e.codeFlow(t, b, e.rp, oauth2.SetAuthURLParam("prompt", "consent"))
 		if len(f.ConsentPages) != 1 || f.Back.Query().Get("code") == "" {
-			t.Errorf("prompt=consent: %d consent pages, callback %v", len(f.ConsentPages), f.Back.Query())
+			t.Fatalf("prompt=consent: %d consent pages, callback %v", len(f.ConsentPages), f.Back.Query())
+		}
+		if page := f.ConsentPages[0]; !strings.Contains(page, "Sign you in with your account") || !strings.Contains(page, "Your email address") {
+			t.Errorf("the consent page does not describe the OpenID Connect scopes:\n%s", page)
 		}
 		// prompt=login signs in again, once, and auth_time moves.
 		e.s.Clock.Advance(2 * time.Second)

@@ -468,7 +468,11 @@ func (p *Pages) ConsentPage(w http.ResponseWriter, r *http.Request) error {
 	t, lang := Messages(ar.Language)
 	views := make([]scopeView, len(ar.Scopes))
 	for i, s := range ar.Scopes {
-		views[i] = scopeView{Name: s, Description: scopes.Description(byID[s], ar.Language)}
+		desc := scopes.Description(byID[s], ar.Language)
+		if desc == "" {
+			desc = t["scope."+s] // the standard OpenID Connect scopes have built-in texts
+		}
+		views[i] = scopeView{Name: s, Description: desc}
 	}
 	page := "consent.html"
 	if ar.DeviceUserCode != "" {
