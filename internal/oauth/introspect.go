@@ -138,7 +138,7 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 		out.UsageCount = &t.UsageCount
 	}
 	if t.Subject != "" {
-		details, err := s.userDetails(ctx, f, g, data, refreshDetails)
+		details, err := s.userDetails(ctx, f, s.Store, g, data, refreshDetails)
 		if err != nil {
 			return nil, err
 		}
@@ -206,12 +206,13 @@ func (in *introspection) MarshalJSON() ([]byte, error) {
 
 // userDetails returns the grant's cached user details, loading them (from
 // the person store, then through the user details hook) when none are cached
-// or when refresh is asked for.
-func (s *Service) userDetails(ctx context.Context, f request.Facts, g store.Grant, data grantData, refresh bool) (map[string]any, error) {
+// or when refresh is asked for. st is the store or the transaction to read
+// and write through (an issuance passes its own).
+func (s *Service) userDetails(ctx context.Context, f request.Facts, st store.Store, g store.Grant, data grantData, refresh bool) (map[string]any, error) {
 	if data.UserDetails != nil && !refresh {
 		return data.UserDetails, nil
 	}
-	p, err := s.Store.GetPerson(ctx, g.Subject)
+	p, err := st.GetPerson(ctx, g.Subject)
 	if errors.Is(err, store.ErrNotFound) {
 		return map[string]any{}, nil
 	}
@@ -230,11 +231,11 @@ func (s *Service) userDetails(ctx context.Context, f request.Facts, g store.Gran
 			ContextCustomParams: nonNil(data.HookParams)}, &answer)
 		switch {
 		case err != nil && h.FailClosed:
-			s.record(ctx, f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.Events.ObserveOAuth(ctx, st.EventSink(), f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 			return nil, err
 		case err != nil:
 			s.Log.WarnContext(ctx, "user details hook failed; answering the stored details", "err", err)
-			s.record(ctx, f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
+			s.Events.ObserveOAuth(ctx, st.EventSink(), f, events.OAuth{Type: events.WebhookFailed, ClientID: g.ClientID, UserID: g.Subject})
 		default:
 			for k, v := range answer.Claims {
 				if !webhook.Protected(k) {
@@ -248,7 +249,7 @@ func (s *Service) userDetails(ctx context.Context, f request.Facts, g store.Gran
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Store.SetGrantData(ctx, g.ID, b); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := st.SetGrantData(ctx, g.ID, b); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	return details, nil

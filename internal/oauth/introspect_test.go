@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
@@ -566,5 +568,50 @@ func TestRotatedRefreshTokenIsInactive(t *testing.T) {
 				t.Errorf("its successor: %s, want active", r2.body)
 			}
 		})
+	}
+}
+
+// The ID token and UserInfo carry the user details as introspection
+// answers them: the mapping and the web hook's claims (never over the
+// protected ones), loaded once per grant.
+func TestIDTokenAndUserInfoCarryUserDetails(t *testing.T) {
+	hook := newHook(t, hookSecret, `{"claims":{"loyalty":"gold","sub":"evil"}}`)
+	cfg := introspectConfig()
+	cfg.Webhooks.UserDetails = config.Webhook{URL: hook.URL, Secret: hookSecret}
+	s := servertest.Start(t, cfg, servertest.Options{})
+	oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+	oc.Scopes = []string{"openid", "read"}
+	verifier := oauth2.GenerateVerifier()
+	back := authorize(t, s, browser(t, s), oc.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)))
+	tok, err := oc.Exchange(clientCtx(s), back.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		t.Fatalf("no ID token: %v", tok.Extra("id_token"))
+	}
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var idt map[string]any
+	if err := json.Unmarshal(payload, &idt); err != nil {
+		t.Fatal(err)
+	}
+	person, _ := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
+	if idt["loyalty"] != "gold" || idt["first_name"] != "Jane" || idt["sub"] != person.ID {
+		t.Errorf("ID token claims %v", idt)
+	}
+	req, _ := http.NewRequest("GET", s.URL+"/oauth/userinfo", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	resp, body := openapicheck.Do(t, s.Client(), req)
+	var info map[string]any
+	if err := json.Unmarshal(body, &info); resp.StatusCode != 200 || err != nil || info["loyalty"] != "gold" || info["sub"] != person.ID {
+		t.Errorf("userinfo %d %s", resp.StatusCode, body)
+	}
+	if r := introspect(t, s, tok.AccessToken, nil); r.json["user_details"].(map[string]any)["loyalty"] != "gold" {
+		t.Errorf("introspection: %s", r.body)
+	}
+	if len(hook.requests) != 1 {
+		t.Errorf("the user details hook was called %d times for one grant, want once", len(hook.requests))
 	}
 }

@@ -200,7 +200,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 				return nil, g, err
 			}
 		}
-		if resp.IDToken, err = s.idToken(ctx, person, is.client, g, is.scopes, data, access, is.grant == nil, now); err != nil {
+		if resp.IDToken, err = s.idToken(ctx, st, person, is.client, g, is.scopes, data, access, is.grant == nil, now); err != nil {
 			return nil, g, err
 		}
 	}

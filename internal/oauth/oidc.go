@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -81,14 +82,15 @@ func (s *Service) idTokenLifetime() time.Duration {
 // at_hash. fresh marks the first issuance of a grant: only its ID token
 // echoes the nonce (a refreshed one does not, section 12.2); every one
 // carries the time of the original authentication.
-func (s *Service) idToken(ctx context.Context, p store.Person, c store.Client, g store.Grant, scopes []string, data grantData,
-	accessToken string, fresh bool, now time.Time) (string, error) {
-	claims := map[string]any{}
-	for attr, key := range s.Details.UserDetails {
-		if v, ok := personAttribute(p, attr); ok {
-			claims[key] = v
-		}
+func (s *Service) idToken(ctx context.Context, st store.Store, p store.Person, c store.Client, g store.Grant, scopes []string,
+	data grantData, accessToken string, fresh bool, now time.Time) (string, error) {
+	// The user details, as introspection answers them: loaded once per
+	// grant (the mapping, then the web hook) and kept on it.
+	details, err := s.userDetails(ctx, request.Facts{}, st, g, data, false)
+	if err != nil {
+		return "", err
 	}
+	claims := maps.Clone(details)
 	for k, v := range standardClaims(p, scopes) {
 		claims[k] = v
 	}

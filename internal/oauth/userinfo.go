@@ -86,7 +86,7 @@ func (s *Service) UserInfo(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeGrantData(g.Data, &data); err != nil {
 		return err
 	}
-	details, err := s.userDetails(ctx, f, g, data, false)
+	details, err := s.userDetails(ctx, f, s.Store, g, data, false)
 	if err != nil {
 		return err
 	}
