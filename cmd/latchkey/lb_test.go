@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -93,18 +92,6 @@ type instance struct {
 	logs       []string // the logs of earlier runs of this instance
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func (in *instance) start(t *testing.T) {
 	t.Helper()
 	if in.log != nil {
@@ -113,12 +100,7 @@ func (in *instance) start(t *testing.T) {
 	in.log = &syncBuffer{}
 	in.cmd = command(t, in.env, "serve", "--config", in.cfgPath)
 	in.cmd.Stderr = in.log
-	if err := in.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	cmd := in.cmd
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitReady(t, in.addr, in.cmd)
+	startServing(t, in.cmd, in.addr)
 }
 
 // balancer is haproxy in front of the instances.
