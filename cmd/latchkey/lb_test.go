@@ -244,11 +244,12 @@ func (c *lbClient) post(ctx context.Context, path, form string, header http.Head
 }
 
 type tokenAnswer struct {
-	AccessToken string `json:"access_token"`
-	Error       string `json:"error"`
-	DeviceCode  string `json:"device_code"`
-	UserCode    string `json:"user_code"`
-	Active      *bool  `json:"active"`
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	Error        string `json:"error"`
+	DeviceCode   string `json:"device_code"`
+	UserCode     string `json:"user_code"`
+	Active       *bool  `json:"active"`
 }
 
 func pkce() (verifier, challenge string) {
