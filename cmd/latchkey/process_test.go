@@ -93,7 +93,8 @@ func startServing(t *testing.T, cmd *exec.Cmd, addr string) {
 	waitReady(t, addr, cmd)
 }
 
-// waitReady polls addr's readiness until it answers 200, for up to 60 s.
+// waitReady polls addr's readiness until it answers 200. After 60 s it
+// kills cmd (nil for a container, which is no child process) and fails.
 func waitReady(t *testing.T, addr string, cmd *exec.Cmd) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -105,6 +106,9 @@ func waitReady(t *testing.T, addr string, cmd *exec.Cmd) {
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if cmd == nil {
+		t.Fatalf("%s not ready within 60 s", addr)
 	}
 	_ = cmd.Process.Kill()
 	t.Fatalf("%s not ready within 60 s%s", addr, stderrOf(cmd))
