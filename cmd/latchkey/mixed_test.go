@@ -21,9 +21,10 @@ import (
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
-// mixedConfig is lbConfig's clients and person, with refresh tokens for the
-// app, and an auditor that searches events. It is read by both binaries, so
-// it uses only keys the previous release knows.
+// mixedConfig is lbConfig's clients, with refresh tokens for the app, an
+// auditor that searches events and an API user that imports persons (no
+// seeded person: each binary would write it again at start). It is read by
+// both binaries, so it uses only keys the previous release knows.
 const mixedConfig = `
 clients:
   - client_id: m2m
@@ -48,9 +49,9 @@ clients:
     client_secret: "auditor-secret-auditor"
     grant_types: [client_credentials]
     scopes: [vendor_api_events]
-persons:
-  - email: jane@example.com
-    password: "correct horse battery staple"
+api_users:
+  - username: importer
+    password: "importer-password"
 `
 
 // previousRelease builds the binary of the commit named in
@@ -131,11 +132,12 @@ func readPreviousRelease(path string) (string, error) {
 // middle (docs/DEPLOY.md, "Migrations and upgrades"): the new binary has
 // migrated the database, and the previous release's binary serves beside
 // it. The old one runs every flow against the migrated schema — client
-// credentials, introspection, the code flow with PKCE through the login
-// form, refresh, revocation, the device flow — and each binary accepts
-// what the other wrote: tokens, codes, refresh tokens, sessions, device
-// codes, revocations, persons and events. Neither logs an error or answers
-// a 5xx. The new migrations being only expansions is what makes this pass.
+// credentials, introspection, person import, the code flow with PKCE
+// through the login form, refresh, revocation, the device flow — and each
+// binary accepts what the other wrote: tokens, persons, codes, refresh
+// tokens, sessions, device codes, revocations and events. Neither logs an
+// error or answers a 5xx. The new migrations being only expansions is what
+// makes this pass.
 func TestPreviousReleaseRunsBesideOnTheMigratedSchema(t *testing.T) {
 	oldBin, commit := previousRelease(t)
 	if out, err := exec.Command(oldBin, "version").Output(); err != nil || !strings.Contains(string(out), commit) {
@@ -195,13 +197,12 @@ func TestPreviousReleaseRunsBesideOnTheMigratedSchema(t *testing.T) {
 		}
 		return "new"
 	}
-	m2m := func(base string) *lbClient { return newLBClient(base) }
 	active := func(base, tok string) bool {
 		t.Helper()
 		var ans tokenAnswer
-		status, err := m2m(base).post(ctx, "/oauth/api/v2/token/introspect", m2mForm+"&token="+url.QueryEscape(tok), nil, &ans)
+		status, err := newLBClient(base).post(ctx, "/oauth/api/v2/token/introspect", m2mForm+"&token="+url.QueryEscape(tok), nil, &ans)
 		if err != nil || status != 200 || ans.Active == nil {
-			t.Fatalf("introspection at %s: %d %v", base, status, err)
+			t.Fatalf("introspection at %s: %d %v", which(base), status, err)
 		}
 		return *ans.Active
 	}
@@ -217,7 +218,7 @@ func TestPreviousReleaseRunsBesideOnTheMigratedSchema(t *testing.T) {
 	tokenAt := func(base, form string) tokenAnswer {
 		t.Helper()
 		var tok tokenAnswer
-		status, err := m2m(base).post(ctx, "/oauth/token", form, nil, &tok)
+		status, err := newLBClient(base).post(ctx, "/oauth/token", form, nil, &tok)
 		if err != nil || status != 200 || tok.AccessToken == "" {
 			t.Fatalf("token at %s (%s): %d %v %s", which(base), form, status, err, tok.Error)
 		}
@@ -230,14 +231,50 @@ func TestPreviousReleaseRunsBesideOnTheMigratedSchema(t *testing.T) {
 	activeOnBoth("client credentials token of the old binary", ccOld)
 	activeOnBoth("client credentials token of the new binary", ccNew)
 
-	// The code flow with PKCE through the login form: a browser signs in on
-	// each binary (the person was seeded by the old one, which started
-	// first), and each one's session gets codes from the other; each code
-	// is redeemed at the other binary than the one that issued it.
+	// Persons: each binary imports one (profile, phone, password hash and
+	// linked identity); the new store code reads both whole, and each signs
+	// in below at the binary that did not import it.
+	importAt := func(base string, request int) string {
+		t.Helper()
+		req, err := http.NewRequest("POST", base+"/api/import/persons", bytes.NewReader(importBody(t, request, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.SetBasicAuth("importer", "importer-password")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var res struct {
+			Successful []string `json:"successful_reference_ids"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || len(res.Successful) != 1 {
+			t.Fatalf("import at %s: %d %v %v", which(base), resp.StatusCode, err, res.Successful)
+		}
+		return res.Successful[0]
+	}
+	personOld, personNew := importAt(oldURL, 1), importAt(newURL, 2)
+	st, err := postgres.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, ref := range []string{personOld, personNew} {
+		if ok, err := complete(ctx, st, ref); !ok || err != nil {
+			t.Errorf("person %s read by the new code: exists %t, %v", ref, ok, err)
+		}
+	}
+
+	// The code flow with PKCE through the login form: a browser signs in
+	// at each binary as the person the other imported, and each one's
+	// session gets codes from the other; each code is redeemed at the other
+	// binary than the one that issued it.
 	browserOld, browserNew := newLBClient(oldURL), newLBClient(newURL)
-	for _, b := range []*lbClient{browserOld, browserNew} {
-		if status := b.login(t, b.base, lbPassword); status != http.StatusSeeOther && status != http.StatusFound {
-			t.Fatalf("login at %s: status %d", which(b.base), status)
+	for b, ref := range map[*lbClient]string{browserOld: personNew, browserNew: personOld} {
+		if status := b.login(t, b.base, ref+"@example.com", "pw"); status != http.StatusSeeOther && status != http.StatusFound {
+			t.Fatalf("login at %s as the person the other imported: status %d", which(b.base), status)
 		}
 	}
 	codeFlow := func(b *lbClient, authorizeAt, redeemAt string) tokenAnswer {
@@ -277,7 +314,7 @@ func TestPreviousReleaseRunsBesideOnTheMigratedSchema(t *testing.T) {
 		if status, err := tv.post(ctx, "/oauth/device_authorization", "client_id=tv&scope=read", nil, &da); err != nil || status != 200 || da.DeviceCode == "" {
 			t.Fatalf("device authorization at %s: %d %v", which(askAt), status, err)
 		}
-		status, err := m2m(approveAt).post(ctx, "/oauth/device_authorization/approve?user_code="+url.QueryEscape(da.UserCode),
+		status, err := newLBClient(approveAt).post(ctx, "/oauth/device_authorization/approve?user_code="+url.QueryEscape(da.UserCode),
 			"", http.Header{"Authorization": {"Bearer " + appToken}}, nil)
 		if err != nil || status != http.StatusNoContent {
 			t.Fatalf("approval at %s of a device code made at %s: %d %v", which(approveAt), which(askAt), status, err)
@@ -302,7 +339,7 @@ func TestPreviousReleaseRunsBesideOnTheMigratedSchema(t *testing.T) {
 	// refresh token (its whole grant goes, RFC 7009 section 2.1).
 	revoke := func(at, form string) {
 		t.Helper()
-		if status, err := m2m(at).post(ctx, "/oauth/revoke", form, nil, nil); err != nil || status != 200 {
+		if status, err := newLBClient(at).post(ctx, "/oauth/revoke", form, nil, nil); err != nil || status != 200 {
 			t.Fatalf("revoke at %s: %d %v", which(at), status, err)
 		}
 	}
@@ -322,7 +359,7 @@ func TestPreviousReleaseRunsBesideOnTheMigratedSchema(t *testing.T) {
 	}
 	for _, at := range []string{oldURL, newURL} {
 		var ans tokenAnswer
-		status, err := m2m(at).post(ctx, "/oauth/token", "grant_type=refresh_token&client_id=app&refresh_token="+
+		status, err := newLBClient(at).post(ctx, "/oauth/token", "grant_type=refresh_token&client_id=app&refresh_token="+
 			url.QueryEscape(r2.RefreshToken), nil, &ans)
 		if err != nil || status != 400 || ans.Error != "invalid_grant" {
 			t.Errorf("a revoked refresh token at %s: %d %v %s, want 400 invalid_grant", which(at), status, err, ans.Error)
