@@ -27,6 +27,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary built for the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary != "" {
+		_ = os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
+}
+
 func build(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
