@@ -1,6 +1,8 @@
 # latchkey in a container built from scratch: the static binary, nothing
 # else, running as a non-root user. For people with a registry:
 #   docker build -t latchkey . && docker run -p 8080:8080 latchkey
+# Without a registry, scripts/build-image builds the same image with buildah
+# (docs/DEPLOY.md, "Packaging").
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -37,11 +37,7 @@ func TestBackupWhileServingRestoresClientsPersonsTokensEvents(t *testing.T) {
 	db := filepath.Join(dir, "data", "latchkey.db")
 	addr := freePort(t)
 	srv := command(t, env(addr, db), "serve", "--config", cfgPath)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
-	waitReady(t, addr, srv)
+	startServing(t, srv, addr)
 
 	const form = "grant_type=client_credentials&scope=read&client_id=m2m&client_secret=m2m-secret-m2m-secret"
 	var tokens []string
@@ -85,11 +81,7 @@ func TestBackupWhileServingRestoresClientsPersonsTokensEvents(t *testing.T) {
 	// come from the backup.
 	addr2 := freePort(t)
 	again := command(t, env(addr2, restored), "serve", "--config", cfgPath)
-	if err := again.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = again.Process.Kill(); _ = again.Wait() })
-	waitReady(t, addr2, again)
+	startServing(t, again, addr2)
 
 	tokenStatus(t, addr2, 200)
 	for i, tok := range tokens {

@@ -31,22 +31,6 @@ clients:
     scopes: [vendor_api_events]
 `
 
-func waitReady(t *testing.T, addr string, cmd *exec.Cmd) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + addr + "/health/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cmd.Process.Kill()
-	t.Fatal("not ready within 60 s")
-}
-
 // Events whose action was answered survive a SIGKILL: requests that got a
 // token before the kill have their TOKEN_REQUEST_ACCESS_TOKEN_CREATED event
 // after the restart (each request is marked by its User-Agent).
@@ -66,10 +50,7 @@ func TestAnsweredEventsSurviveSIGKILL(t *testing.T) {
 			}
 			start := func() *exec.Cmd {
 				cmd := command(t, env, "serve", "--config", cfgPath)
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				waitReady(t, addr, cmd)
+				startServing(t, cmd, addr)
 				return cmd
 			}
 			cmd := start()

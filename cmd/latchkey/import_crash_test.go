@@ -110,10 +110,7 @@ func TestImportSurvivesSIGKILL(t *testing.T) {
 				return st
 			}
 			cmd := command(t, env, "serve", "--config", cfgPath)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			waitReady(t, addr, cmd)
+			startServing(t, cmd, addr)
 
 			post := func(body []byte) ([]string, error) {
 				req, _ := http.NewRequest("POST", "http://"+addr+"/api/import/persons", bytes.NewReader(body))
@@ -197,10 +194,7 @@ func TestImportSurvivesSIGKILL(t *testing.T) {
 			bigErr := <-bigDone
 
 			cmd = command(t, env, "serve", "--config", cfgPath)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			waitReady(t, addr, cmd)
+			startServing(t, cmd, addr)
 			defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 
 			st := openStore()

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,55 +19,6 @@ import (
 	"github.com/latchkey/latchkey/internal/signing"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
-
-// startServe runs the binary's serve until it is ready, and returns a
-// function that stops it with SIGTERM and waits for it.
-func startServe(t *testing.T, dir, cfgPath, addr string) (stop func()) {
-	t.Helper()
-	cmd := exec.Command(build(t), "serve", "--config", cfgPath)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("not ready within 60 s; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve after SIGTERM: %v; stderr:\n%s", err, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Error("serve did not stop within 30 s of SIGTERM")
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
 
 // jwksKids fetches the JWKS a relying party sees.
 func jwksKids(t *testing.T, base string) []string {
@@ -121,7 +71,12 @@ func TestKeysOnSQLite(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 
-	stop := startServe(t, dir, cfgPath, addr)
+	serve := func() *exec.Cmd {
+		cmd := command(t, nil, "serve", "--config", cfgPath)
+		startServing(t, cmd, addr)
+		return cmd
+	}
+	srv := serve()
 	code, out, errs := run("keys", "list")
 	if code != 0 {
 		t.Fatalf("keys list beside the server: exit %d, %s", code, errs)
@@ -140,7 +95,7 @@ func TestKeysOnSQLite(t *testing.T) {
 		t.Errorf("keys rotate beside the SQLite server: exit %d, stdout %q, stderr %q; want exit 1 and one line", code, out, errs)
 	}
 
-	stop()
+	stop(t, srv)
 	code, out, errs = run("keys", "rotate")
 	if code != 0 || !strings.Contains(out, "published now, signs from") {
 		t.Fatalf("keys rotate with the server stopped: exit %d, stdout %q, stderr %q", code, out, errs)
@@ -155,7 +110,7 @@ func TestKeysOnSQLite(t *testing.T) {
 		t.Errorf("keys list shows key material: %s", out)
 	}
 
-	startServe(t, dir, cfgPath, addr)
+	serve()
 	kids := jwksKids(t, "http://"+addr)
 	if len(kids) != 2 || kids[0] != first || kids[1] != second {
 		t.Errorf("JWKS after the restart: %v, want [%s %s] (the signing key first)", kids, first, second)

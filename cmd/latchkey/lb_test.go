@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -93,18 +92,6 @@ type instance struct {
 	logs       []string // the logs of earlier runs of this instance
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func (in *instance) start(t *testing.T) {
 	t.Helper()
 	if in.log != nil {
@@ -113,12 +100,7 @@ func (in *instance) start(t *testing.T) {
 	in.log = &syncBuffer{}
 	in.cmd = command(t, in.env, "serve", "--config", in.cfgPath)
 	in.cmd.Stderr = in.log
-	if err := in.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	cmd := in.cmd
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitReady(t, in.addr, in.cmd)
+	startServing(t, in.cmd, in.addr)
 }
 
 // balancer is haproxy in front of the instances.
@@ -262,11 +244,12 @@ func (c *lbClient) post(ctx context.Context, path, form string, header http.Head
 }
 
 type tokenAnswer struct {
-	AccessToken string `json:"access_token"`
-	Error       string `json:"error"`
-	DeviceCode  string `json:"device_code"`
-	UserCode    string `json:"user_code"`
-	Active      *bool  `json:"active"`
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	Error        string `json:"error"`
+	DeviceCode   string `json:"device_code"`
+	UserCode     string `json:"user_code"`
+	Active       *bool  `json:"active"`
 }
 
 func pkce() (verifier, challenge string) {
@@ -317,10 +300,10 @@ func (c *lbClient) codeFlow(ctx context.Context) (string, error) {
 	return tok.AccessToken, nil
 }
 
-// login signs the browser in on the hosted login page of base (one
+// login signs the browser in as email on the hosted login page of base (one
 // instance's own address or the balancer's), and returns the status of the
 // login POST.
-func (c *lbClient) login(t *testing.T, base, password string) int {
+func (c *lbClient) login(t *testing.T, base, email, password string) int {
 	t.Helper()
 	_, challenge := pkce()
 	loc, err := c.authorize(context.Background(), challenge)
@@ -336,7 +319,7 @@ func (c *lbClient) login(t *testing.T, base, password string) int {
 		t.Fatal("no CSRF token on the login page")
 	}
 	resp, err := c.hc.PostForm(base+"/login", url.Values{"csrf_token": {m[1]}, "request": {loc.Query().Get("request")},
-		"email": {lbPerson}, "password": {password}})
+		"email": {email}, "password": {password}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +488,7 @@ func TestBehindHAProxy(t *testing.T) {
 	// throttle their account from this address.
 	browser := newLBClient(lb.url)
 	onA := &lbClient{base: "http://" + a.addr, hc: browser.hc}
-	if status := onA.login(t, onA.base, lbPassword); status != http.StatusSeeOther && status != http.StatusFound {
+	if status := onA.login(t, onA.base, lbPerson, lbPassword); status != http.StatusSeeOther && status != http.StatusFound {
 		t.Fatalf("login on a: status %d", status)
 	}
 	var device tokenAnswer
@@ -514,7 +497,7 @@ func TestBehindHAProxy(t *testing.T) {
 	}
 	intruder := &lbClient{base: onA.base, hc: newLBClient(onA.base).hc}
 	for i := range 5 { // login:pair is 5 per 15 min (docs/THROTTLES.md)
-		if status := intruder.login(t, onA.base, "wrong password"); status != http.StatusOK && status != http.StatusUnauthorized {
+		if status := intruder.login(t, onA.base, lbPerson, "wrong password"); status != http.StatusOK && status != http.StatusUnauthorized {
 			t.Fatalf("wrong password %d on a: status %d", i+1, status)
 		}
 	}
@@ -572,7 +555,7 @@ func TestBehindHAProxy(t *testing.T) {
 		t.Errorf("device code made on a, polled on b after approval: %d %v %s", status, err, devTok.Error)
 	}
 	intruder.base = lb.url
-	if status := intruder.login(t, lb.url, "wrong password"); status != http.StatusTooManyRequests {
+	if status := intruder.login(t, lb.url, lbPerson, "wrong password"); status != http.StatusTooManyRequests {
 		t.Errorf("the 6th failed login, on b after 5 on a: status %d, want 429 (throttle counters are shared)", status)
 	}
 

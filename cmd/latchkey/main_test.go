@@ -4,84 +4,23 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// binary is the latchkey binary built once for these tests.
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-func build(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "latchkey-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "latchkey")
-		args := []string{"build", "-race", "-o", binary, "."}
-		if os.Getenv("LATCHKEY_TEST_NORACE") != "" { // for throughput figures (docs/PERFORMANCE.md)
-			args = slices.Delete(args, 1, 2)
-		}
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// command runs the binary in a fresh working folder with a clean LATCHKEY_* environment.
-func command(t *testing.T, env []string, args ...string) *exec.Cmd {
-	cmd := exec.Command(build(t), args...)
-	cmd.Dir = t.TempDir()
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LATCHKEY_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	// No load balancer in front of most tests: stop at once on SIGTERM
-	// (a test's env, appended after, may set a delay; the last one counts).
-	cmd.Env = append(cmd.Env, "LATCHKEY_SHUTDOWN_DRAIN_DELAY=0s")
-	cmd.Env = append(cmd.Env, env...)
-	return cmd
-}
-
 func TestServeDemoStartsAndStopsOnSIGTERM(t *testing.T) {
 	addr := freePort(t)
 	cmd := command(t, []string{"LATCHKEY_LISTEN=" + addr})
 	cmd.Args = append(cmd.Args, "serve", "--demo")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,21 +37,7 @@ func TestServeDemoStartsAndStopsOnSIGTERM(t *testing.T) {
 		}
 		banner <- b.String()
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("not ready within 60 s; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitReady(t, addr, cmd)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,24 +84,7 @@ func TestThreeInstancesMigrateAnEmptyDatabaseOnce(t *testing.T) {
 		}
 	}
 
-	conn, err := sql.Open("pgx", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var versions []int
-	rows, err := conn.QueryContext(context.Background(), `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		versions = append(versions, v)
-	}
-	rows.Close()
+	versions := appliedMigrations(t, db)
 	var want []int
 	for _, m := range ms {
 		want = append(want, m.Version)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,11 +42,7 @@ func TestAnotherServerKeyFailsToStart(t *testing.T) {
 			addrA := freePort(t)
 			startA := func() *exec.Cmd {
 				cmd := command(t, env(addrA, keyA), "serve", "--config", cfgPath)
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-				waitReady(t, addrA, cmd)
+				startServing(t, cmd, addrA)
 				return cmd
 			}
 			a := startA()
@@ -102,42 +96,5 @@ func tokenStatus(t *testing.T, addr string, want int) {
 	resp.Body.Close()
 	if resp.StatusCode != want {
 		t.Errorf("client credentials at %s: %d, want %d", addr, resp.StatusCode, want)
-	}
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func stop(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("did not exit within 30 s of SIGTERM")
-	}
-}
-
-// runWithin runs cmd to its end, killing it after d.
-func runWithin(cmd *exec.Cmd, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-done
-		return ctx.Err()
 	}
 }
