@@ -179,7 +179,8 @@ func halfHash(h hash.Hash, v string) string {
 }
 
 // AMR maps the session's authentication methods to RFC 8176 values: a
-// password is pwd, a one-time code otp, and two factors together mfa.
+// password is pwd, a one-time code otp (from an app or mailed: RFC 8176 has
+// no value for the channel), and two factors together mfa.
 func AMR(methods []string) []string {
 	var out []string
 	add := func(v string) {
@@ -193,9 +194,6 @@ func AMR(methods []string) []string {
 			add("pwd")
 		case "OTP", "TOTP":
 			add("otp")
-		case "EMAIL_OTP":
-			add("otp")
-			add("mail")
 		}
 	}
 	if slices.Contains(out, "pwd") && slices.Contains(out, "otp") {

@@ -101,6 +101,7 @@ func TestAMR(t *testing.T) {
 		{nil, nil},
 		{[]string{"DEFAULT"}, []string{"pwd"}},
 		{[]string{"DEFAULT", "OTP"}, []string{"pwd", "otp", "mfa"}},
+		{[]string{"DEFAULT", "OTP", "EMAIL"}, []string{"pwd", "otp", "mfa"}}, // the mailed code's step-up
 		{[]string{"SOMETHING_NEW"}, nil},
 	} {
 		if got := AMR(tc.in); !slices.Equal(got, tc.want) {
