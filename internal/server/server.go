@@ -177,6 +177,9 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return nil, err
 	}
 	s.pages.Journeys = s.journeys
+	// authflow decides with the identity configuration's step-up and
+	// activation settings too.
+	s.oauth.Settings = s.journeys.Policy
 	s.pages.LogoutTarget = cim.LogoutTarget
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
 		Enabled: func() bool {
