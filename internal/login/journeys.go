@@ -153,7 +153,7 @@ func (p *Pages) Forgot(w http.ResponseWriter, r *http.Request) error {
 	if len(email) > 1024 {
 		email = ""
 	}
-	if err := p.Journeys.RequestPasswordReset(r.Context(), r, email, jc.lang, jc.request); err != nil {
+	if err := p.Journeys.RequestPasswordReset(r.Context(), p.facts(r), email, jc.lang, jc.request); err != nil {
 		return p.journeyError(w, r, jc, err, journey.PathForgot)
 	}
 	http.Redirect(w, r, journey.PathForgot+"/sent"+jc.query(), http.StatusSeeOther)
@@ -204,7 +204,7 @@ func (p *Pages) Reset(w http.ResponseWriter, r *http.Request) error {
 		p.resetForm(w, r, http.StatusBadRequest, jc, link, jc.t["reset.mismatch"])
 		return nil
 	}
-	_, err := p.Journeys.ResetPassword(r.Context(), r, link, pw, jc.lang)
+	_, err := p.Journeys.ResetPassword(r.Context(), p.facts(r), link, pw, jc.lang)
 	var pe *journey.PasswordError
 	if errors.As(err, &pe) {
 		p.resetForm(w, r, http.StatusBadRequest, jc, link, pe.Message)
@@ -322,7 +322,7 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request) error {
 	f := journey.SignUpForm{Email: pf.Get("email"), EmailConfirm: pf.Get("email_confirm"), Password: pf.Get("password"),
 		FirstName: pf.Get("first_name"), LastName: pf.Get("last_name"), Phone: pf.Get("phone"),
 		PhoneConfirm: pf.Get("phone_confirm"), BirthDate: pf.Get("birth_date")}
-	err = p.Journeys.SignUp(r.Context(), r, f, jc.lang, jc.request)
+	err = p.Journeys.SignUp(r.Context(), p.facts(r), f, jc.lang, jc.request)
 	var fe journey.FieldErrors
 	var pe *journey.PasswordError
 	switch {
@@ -397,7 +397,7 @@ func (p *Pages) Activate(w http.ResponseWriter, r *http.Request) error {
 		p.activateForm(w, r, http.StatusBadRequest, jc, link, true, jc.t["reset.mismatch"])
 		return nil
 	}
-	_, err := p.Journeys.Activate(r.Context(), r, link, pw, jc.lang)
+	_, err := p.Journeys.Activate(r.Context(), p.facts(r), link, pw, jc.lang)
 	var pe *journey.PasswordError
 	if errors.As(err, &pe) {
 		p.activateForm(w, r, http.StatusBadRequest, jc, link, true, pe.Message)
@@ -433,7 +433,7 @@ func (p *Pages) Resend(w http.ResponseWriter, r *http.Request) error {
 	if len(email) > 1024 {
 		email = ""
 	}
-	if err := p.Journeys.ResendActivation(r.Context(), r, email, jc.lang, jc.request); err != nil {
+	if err := p.Journeys.ResendActivation(r.Context(), p.facts(r), email, jc.lang, jc.request); err != nil {
 		return p.journeyError(w, r, jc, err, PathActivateResend)
 	}
 	p.notice(w, http.StatusOK, jc, "resend.sent.title", "resend.sent", jc.loginLink(), "journey.back", "")
