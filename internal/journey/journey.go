@@ -105,6 +105,11 @@ func (s *Service) Settings(ctx context.Context) (Settings, error) {
 // unit never set does not send.
 func (st Settings) Notify(kind string) bool {
 	n := st.snap.EmailNotifications
+	if kind == "invitation" {
+		// An invitation is the journey's own mail: sent unless
+		// account_invitation is switched off.
+		return n == nil || n.AccountInvitation == nil || *n.AccountInvitation
+	}
 	if n == nil {
 		return false
 	}
@@ -121,8 +126,6 @@ func (st Settings) Notify(kind string) bool {
 		return on(n.AccountRemoved)
 	case "step_up":
 		return on(n.StepUpAuthentication)
-	case "invitation":
-		return n.AccountInvitation == nil || *n.AccountInvitation
 	}
 	return false
 }
