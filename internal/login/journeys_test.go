@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/mail/smtpsink"
+	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -80,6 +81,7 @@ func fetch(t *testing.T, b *http.Client, method, u string, v url.Values) (int, s
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	openapicheck.Response(t, resp.Request, resp, body)
 	return resp.StatusCode, string(body)
 }
 
