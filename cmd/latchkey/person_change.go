@@ -6,14 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/user"
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/backend"
 )
@@ -79,6 +82,9 @@ func personChangeCmd(ctx context.Context, verb string, args []string, stdout io.
 		fmt.Fprintf(stdout, "unblocked %s: status %s -> %s; tokens revoked by the block stay revoked\n",
 			who, p.Status, identity.StatusActivated)
 	case "delete":
+		if svc.OnDelete, err = accountRemovedMail(ctx, cfg, st); err != nil {
+			return err
+		}
 		r, err := svc.DeletePerson(ctx, p.ID, agent)
 		if err != nil {
 			return err
@@ -138,4 +144,31 @@ func cliAgent() string {
 		return "cli:" + u.Username
 	}
 	return "cli"
+}
+
+// accountRemovedMail is what a deletion mails: the account_removed
+// notification (journey.Service.AccountRemoved, in the deleting
+// transaction) when the identity configuration switches it on; the
+// servers' outbox loops send it. The mail is sealed with the server key,
+// so the key file is read then (never created).
+func accountRemovedMail(ctx context.Context, cfg *config.Config, st store.Store) (func(context.Context, store.Store, store.Person) error, error) {
+	snap, err := (&cimconfig.Service{Store: st, Now: time.Now}).Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n := snap.EmailNotifications; n == nil || n.AccountRemoved == nil || !*n.AccountRemoved {
+		return nil, nil
+	}
+	key, err := os.ReadFile(cfg.SecretKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("secret key file: %w (the account_removed mail is on, and mails are sealed with the server key)", err)
+	}
+	j, err := server.JourneysFor(ctx, cfg, st, slog.New(slog.NewTextHandler(io.Discard, nil)), key)
+	if errors.Is(err, store.ErrServerKeyMismatch) {
+		return nil, errServerKeyMismatch(cfg.SecretKeyFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return j.AccountRemoved, nil
 }

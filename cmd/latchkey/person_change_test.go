@@ -7,12 +7,16 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/mail/smtpsink"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
@@ -194,4 +198,46 @@ func postJSON(t *testing.T, s *servertest.Server, path string, form url.Values) 
 		t.Fatalf("%s: %v", path, err)
 	}
 	return v
+}
+
+// TestPersonDeleteMailsAccountRemoved: with account_removed on, the command
+// enqueues the mail in the deleting transaction, and the running server
+// sends it to the address the person had. Without the server key (which
+// seals mails) the command refuses and deletes nothing.
+func TestPersonDeleteMailsAccountRemoved(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	sink := smtpsink.Start(t)
+	host, port, _ := strings.Cut(sink.Addr, ":")
+	cfg := &config.Config{
+		Persons: []config.Person{{Email: "jane@example.com", Password: "correct horse battery staple"}},
+		SMTP:    config.SMTP{Host: host, From: "noreply@latchkey.test", TLS: "none", RetryAfter: config.Duration(50 * time.Millisecond)},
+	}
+	cfg.SMTP.Port, _ = strconv.Atoi(port)
+	s := servertest.Start(t, cfg, servertest.Options{Backend: "postgres", PostgresURL: dsn})
+	on := true
+	if err := s.App.Journeys().Config.Update(context.Background(), []string{cimconfig.UnitEmailNotifications}, func(snap *cimconfig.Snapshot) error {
+		snap.EmailNotifications = &cimconfig.EmailNotificationConfiguration{AccountRemoved: &on}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LATCHKEY_DATABASE", dsn)
+	keyFile := filepath.Join(t.TempDir(), "secret.key")
+	t.Setenv("LATCHKEY_SECRET_KEY_FILE", keyFile)
+	if code, _, errs := runCLI("person", "delete", "jane@example.com"); code != 1 || !strings.Contains(errs, "account_removed") {
+		t.Fatalf("delete without the key file: exit %d, stderr %q", code, errs)
+	}
+	if _, err := s.Store.GetPersonByEmail(context.Background(), "", "jane@example.com"); err != nil {
+		t.Fatalf("the refused delete deleted: %v", err)
+	}
+	if err := os.WriteFile(keyFile, servertest.Key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI("person", "delete", "jane@example.com"); code != 0 || !strings.Contains(out, "deleted jane@example.com") {
+		t.Fatalf("delete: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	m := sink.WaitFor(1, 20*time.Second, func(m smtpsink.Mail) bool { return m.To == "jane@example.com" })
+	if got := m[0].Header.Get("Subject"); got != "Your account was removed" {
+		t.Errorf("mail %q, want the account_removed notification", got)
+	}
 }

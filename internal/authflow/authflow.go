@@ -72,12 +72,50 @@ const (
 )
 
 // Step-up methods.
-const MethodTOTP = "totp"
+const (
+	MethodTOTP  = "totp"  // a code of the person's authenticator app
+	MethodEmail = "email" // a one-time code mailed to the person's address
+)
 
-// Policy is the operator's configuration of authentication levels.
+// Step-up strategies (the identity configuration's step_up.stategy).
+const (
+	// StrategyStrongest offers only the strongest method that reaches the
+	// level (the default).
+	StrategyStrongest = "STRONGEST_AVAILABLE"
+	// StrategyUserPreference lets the person choose among the methods
+	// that reach the level.
+	StrategyUserPreference = "USER_PREFERENCE"
+)
+
+// Policy is the configuration of authentication levels: the operator
+// file's levels, completed by the identity configuration's step-up and
+// activation settings.
 type Policy struct {
 	PasswordLevel int // the level a password login reaches
 	TOTPLevel     int // the level a password login plus a TOTP code reaches; 0: no TOTP step-up
+	// EmailLevel is the level a password login plus a mailed code reaches
+	// (step_up.authentication_methods.email_authentication_level); 0: no
+	// mailed codes.
+	EmailLevel int
+	// Strategy is StrategyStrongest or StrategyUserPreference ("": strongest).
+	Strategy string
+	// ActivationRequired: a CREATED person has not followed the mailed
+	// activation link yet and may not sign in (features.person_activation).
+	ActivationRequired bool
+}
+
+// MaySignIn reports whether a person of this status may sign in and hold
+// tokens under p: identity.MaySignIn, and while activation is required a
+// CREATED person may not. Every flow asks it through Decide; the login
+// page asks it directly to tell a person to activate first.
+func (p Policy) MaySignIn(status string) bool {
+	return identity.MaySignIn(status) && !(p.ActivationRequired && status == identity.StatusCreated)
+}
+
+// Method is a step-up method and the level it reaches.
+type Method struct {
+	Name  string // MethodTOTP or MethodEmail
+	Level int
 }
 
 // Authentication is what a person did to sign in.
@@ -114,9 +152,13 @@ type Request struct {
 
 // Decision is what must happen next.
 type Decision struct {
-	Step    Step
-	Level   int    // the level the requested scopes require
-	Method  string // StepUp: the method that reaches Level
+	Step   Step
+	Level  int    // the level the requested scopes require
+	Method string // StepUp: the method to use (the first of Methods)
+	// Methods are StepUp's offered methods, each reaching Level, strongest
+	// first: one under StrategyStrongest, every one under
+	// StrategyUserPreference (the person chooses).
+	Methods []Method
 	Reason  Reason // Refuse: why
 	FailURL string // Refuse for ReasonLevel: the scope's verification_failed_endpoint or service_endpoint
 	// approval is set only by Decide, only with Step Issue.
@@ -153,7 +195,7 @@ func (a Approval) AMR() []string { return a.amr }
 func (a Approval) AuthTime() time.Time { return a.authTime }
 
 // Decide applies the rules, in this order: a person must be signed in and
-// allowed to sign in; the authentication must reach the level every
+// allowed to sign in (p.MaySignIn); the authentication must reach the level every
 // requested scope requires; the person must have consented when the client
 // asks for it; then the flow may issue.
 func Decide(p Policy, r Request) Decision {
@@ -167,7 +209,7 @@ func Decide(p Policy, r Request) Decision {
 		}
 		return d
 	}
-	if !identity.MaySignIn(r.Person.Status) {
+	if !p.MaySignIn(r.Person.Status) {
 		d.Step, d.Reason = Refuse, ReasonInactive
 		return d
 	}
@@ -183,9 +225,11 @@ func Decide(p Policy, r Request) Decision {
 		case level <= p.PasswordLevel:
 			d.Step = Login
 			return d
-		case level <= p.TOTPLevel && r.Auth.Level >= p.PasswordLevel && r.Person.TOTPSecret != nil:
-			d.Step, d.Method = StepUp, MethodTOTP
-			return d
+		case r.Auth.Level >= p.PasswordLevel:
+			if ms := stepUpMethods(p, r.Person, level); len(ms) > 0 {
+				d.Step, d.Method, d.Methods = StepUp, ms[0].Name, ms
+				return d
+			}
 		}
 		d.Step, d.Reason, d.FailURL = Refuse, ReasonLevel, failURL
 		return d
@@ -198,6 +242,37 @@ func Decide(p Policy, r Request) Decision {
 	d.approval = Approval{subject: r.Person.ID, scopes: slices.Clone(r.Scopes), level: r.Auth.Level,
 		amr: slices.Clone(r.Auth.AMR), authTime: r.Auth.Time}
 	return d
+}
+
+// stepUpMethods are the methods a person signed in with a password can use
+// to reach level, strongest first; on a tie TOTP comes first (a secret on
+// the person's device outweighs access to a mailbox).
+func stepUpMethods(p Policy, person *store.Person, level int) []Method {
+	var ms []Method
+	if p.TOTPLevel >= level && person.TOTPSecret != nil {
+		ms = append(ms, Method{Name: MethodTOTP, Level: p.TOTPLevel})
+	}
+	if p.EmailLevel >= level && person.Email != "" {
+		ms = append(ms, Method{Name: MethodEmail, Level: p.EmailLevel})
+	}
+	slices.SortStableFunc(ms, func(a, b Method) int { return b.Level - a.Level })
+	if len(ms) > 1 && p.Strategy != StrategyUserPreference {
+		ms = ms[:1]
+	}
+	return ms
+}
+
+// Offers reports whether d offers method m, and the level m reaches.
+func (d Decision) Offers(m string) (level int, ok bool) {
+	if d.Step != StepUp {
+		return 0, false
+	}
+	for _, x := range d.Methods {
+		if x.Name == m {
+			return x.Level, true
+		}
+	}
+	return 0, false
 }
 
 // needsConsent: consent is asked unless every requested scope has

@@ -1,6 +1,7 @@
 package authflow_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -81,6 +82,88 @@ func TestDecide(t *testing.T) {
 				t.Errorf("step-up method %q", d.Method)
 			}
 		})
+	}
+}
+
+// The step-up methods offered: each reaches the level, strongest first,
+// one under STRONGEST_AVAILABLE, all under USER_PREFERENCE; the emailed
+// code needs email_authentication_level and an address, TOTP a secret.
+func TestStepUpMethods(t *testing.T) {
+	now := time.Now()
+	password := &authflow.Authentication{Level: 1, AMR: []string{"DEFAULT"}, Time: now}
+	both := &store.Person{ID: "p", Status: "ACTIVATED", Email: "a@example.com", TOTPSecret: []byte("sealed")}
+	mailOnly := &store.Person{ID: "p", Status: "ACTIVATED", Email: "a@example.com"}
+	noAddress := &store.Person{ID: "p", Status: "ACTIVATED", TOTPSecret: []byte("sealed")}
+	lvl2 := []store.Scope{{ID: "s", AuthenticationLevel: 2}}
+	lvl3 := []store.Scope{{ID: "s", AuthenticationLevel: 3}}
+	type m = authflow.Method
+	totp2, email2, email3 := m{Name: "totp", Level: 2}, m{Name: "email", Level: 2}, m{Name: "email", Level: 3}
+	for _, tc := range []struct {
+		name   string
+		pol    authflow.Policy
+		person *store.Person
+		scopes []store.Scope
+		want   []authflow.Method // nil: refused for the level
+	}{
+		{"email code off: TOTP only", authflow.Policy{PasswordLevel: 1, TOTPLevel: 2}, both, lvl2, []m{totp2}},
+		{"no TOTP secret: the emailed code", authflow.Policy{PasswordLevel: 1, TOTPLevel: 2, EmailLevel: 2}, mailOnly, lvl2, []m{email2}},
+		{"no TOTP secret, email code off: refused", authflow.Policy{PasswordLevel: 1, TOTPLevel: 2}, mailOnly, lvl2, nil},
+		{"no address: no emailed code", authflow.Policy{PasswordLevel: 1, EmailLevel: 2}, noAddress, lvl2, nil},
+		{"strongest, tie: TOTP", authflow.Policy{PasswordLevel: 1, TOTPLevel: 2, EmailLevel: 2, Strategy: "STRONGEST_AVAILABLE"}, both, lvl2, []m{totp2}},
+		{"no strategy is strongest", authflow.Policy{PasswordLevel: 1, TOTPLevel: 2, EmailLevel: 2}, both, lvl2, []m{totp2}},
+		{"strongest: the email code reaches more", authflow.Policy{PasswordLevel: 1, TOTPLevel: 2, EmailLevel: 3}, both, lvl2, []m{email3}},
+		{"user preference: both, strongest first", authflow.Policy{PasswordLevel: 1, TOTPLevel: 2, EmailLevel: 3, Strategy: "USER_PREFERENCE"}, both, lvl2, []m{email3, totp2}},
+		{"user preference: only the methods that reach the level", authflow.Policy{PasswordLevel: 1, TOTPLevel: 2, EmailLevel: 3, Strategy: "USER_PREFERENCE"}, both, lvl3, []m{email3}},
+		{"the email code below the level: refused", authflow.Policy{PasswordLevel: 1, EmailLevel: 2}, mailOnly, lvl3, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := authflow.Decide(tc.pol, authflow.Request{Scopes: []string{"s"}, Configured: tc.scopes, Person: tc.person, Auth: password,
+				ConsentRequired: true, Consented: true})
+			if tc.want == nil {
+				if d.Step != authflow.Refuse || d.Reason != authflow.ReasonLevel {
+					t.Fatalf("Decide = %v %q %v, want refused for the level", d.Step, d.Reason, d.Methods)
+				}
+				return
+			}
+			if d.Step != authflow.StepUp || !slices.Equal(d.Methods, tc.want) || d.Method != tc.want[0].Name {
+				t.Fatalf("Decide = %v %q %v, want step-up %v", d.Step, d.Method, d.Methods, tc.want)
+			}
+			if lvl, ok := d.Offers(tc.want[0].Name); !ok || lvl != tc.want[0].Level {
+				t.Errorf("Offers(%s) = %d %v", tc.want[0].Name, lvl, ok)
+			}
+			for _, other := range []string{"totp", "email"} {
+				if _, ok := d.Offers(other); ok != slices.ContainsFunc(tc.want, func(x m) bool { return x.Name == other }) {
+					t.Errorf("Offers(%s) = %v", other, ok)
+				}
+			}
+		})
+	}
+	// A stepped-up session is not offered another step-up.
+	d := authflow.Decide(authflow.Policy{PasswordLevel: 1, EmailLevel: 2}, authflow.Request{Scopes: []string{"s"}, Configured: lvl2,
+		Person: mailOnly, Auth: &authflow.Authentication{Level: 2, AMR: []string{"DEFAULT", "OTP", "EMAIL"}}})
+	if _, ok := d.Offers("email"); ok || d.Step != authflow.Issue {
+		t.Fatalf("stepped-up session: %v %v", d.Step, d.Methods)
+	}
+}
+
+// With activation on, a CREATED person is refused by every flow, the ones
+// without pages too (the password grant, a refresh, in-app approval).
+func TestActivationRequiredRefusesCreatedPersons(t *testing.T) {
+	created := &store.Person{ID: "p", Status: "CREATED"}
+	auth := &authflow.Authentication{Level: 1, AMR: []string{"DEFAULT"}, Time: time.Now()}
+	for _, kind := range []authflow.Kind{authflow.Browser, authflow.InApp, authflow.Password, authflow.Refresh} {
+		on := authflow.Decide(authflow.Policy{PasswordLevel: 1, ActivationRequired: true}, authflow.Request{Kind: kind, Person: created, Auth: auth})
+		if on.Step != authflow.Refuse || on.Reason != authflow.ReasonInactive {
+			t.Errorf("kind %d, activation on: %v %q, want refused as inactive", kind, on.Step, on.Reason)
+		}
+		off := authflow.Decide(authflow.Policy{PasswordLevel: 1}, authflow.Request{Kind: kind, Person: created, Auth: auth})
+		if off.Step != authflow.Issue {
+			t.Errorf("kind %d, activation off: %v, want issue", kind, off.Step)
+		}
+	}
+	p := authflow.Policy{ActivationRequired: true}
+	if !p.MaySignIn("ACTIVATED") || p.MaySignIn("CREATED") || p.MaySignIn("BLOCKED") || !(authflow.Policy{}).MaySignIn("CREATED") {
+		t.Error("Policy.MaySignIn")
 	}
 }
 

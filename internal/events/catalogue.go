@@ -34,7 +34,8 @@ const (
 	LoginSucceeded                 = "LOGIN_SUCCEEDED"                        // latchkey's own
 	LoginFailed                    = "LOGIN_FAILED"                           // latchkey's own
 	TOTPSucceeded                  = "STEP_UP_TOTP_SUCCEEDED"                 // latchkey's own
-	TOTPFailed                     = "OTP_AUTH_NOT_AUTHENTICATED_INVALID_OTP" // also replays and throttled attempts
+	TOTPFailed                     = "OTP_AUTH_NOT_AUTHENTICATED_INVALID_OTP" // also replays and throttled attempts; mailed codes too
+	EmailCodeSucceeded             = "STEP_UP_EMAIL_CODE_SUCCEEDED"           // latchkey's own
 	LoginThrottled                 = "LOGIN_THROTTLED"                        // latchkey's own
 
 	ClientCredentialsCheckFailed = "CLIENT_CREDENTIALS_CHECK_FAILED"

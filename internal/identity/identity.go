@@ -82,6 +82,10 @@ type Service struct {
 	// Verify checks a password against a PHC hash (password.Verify; tests
 	// count the work with it).
 	Verify func(phc, pw string) (bool, error)
+	// OnDelete runs in the transaction that deletes a person, with the
+	// person as it was before its row goes (journey.Service.AccountRemoved
+	// mails the account_removed notification); nil: nothing.
+	OnDelete func(ctx context.Context, tx store.Store, p store.Person) error
 	// dummy is verified for unknown accounts, and beside any hash weaker
 	// than it, so that every attempt costs at least one argon2id at today's
 	// parameters: timing must not reveal which emails exist or which
@@ -369,6 +373,11 @@ func (s *Service) DeletePerson(ctx context.Context, personID, agent string) (sto
 		}
 		if out, err = tx.RevokePerson(ctx, personID, s.Now().UTC()); err != nil {
 			return err
+		}
+		if s.OnDelete != nil {
+			if err := s.OnDelete(ctx, tx, p); err != nil {
+				return err
+			}
 		}
 		if err := tx.DeletePerson(ctx, personID); err != nil {
 			return err

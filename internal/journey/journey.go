@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
-	"github.com/latchkey/latchkey/internal/clientaddr"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
@@ -106,6 +105,11 @@ func (s *Service) Settings(ctx context.Context) (Settings, error) {
 // unit never set does not send.
 func (st Settings) Notify(kind string) bool {
 	n := st.snap.EmailNotifications
+	if kind == "invitation" {
+		// An invitation is the journey's own mail: sent unless
+		// account_invitation is switched off.
+		return n == nil || n.AccountInvitation == nil || *n.AccountInvitation
+	}
 	if n == nil {
 		return false
 	}
@@ -122,23 +126,21 @@ func (st Settings) Notify(kind string) bool {
 		return on(n.AccountRemoved)
 	case "step_up":
 		return on(n.StepUpAuthentication)
-	case "invitation":
-		return n.AccountInvitation == nil || *n.AccountInvitation
 	}
 	return false
 }
 
 // mailLimits are the throttles of a mail-sending form, built from the
 // address as typed: the same answer whether or not an account exists.
-func mailLimits(r *http.Request, email string) []throttle.Limit {
+func mailLimits(facts request.Facts, email string) []throttle.Limit {
 	return []throttle.Limit{
-		{Key: "mail:ip:" + clientaddr.Key(r), Max: MaxMailsPerAddress, Window: MailWindow},
+		{Key: "mail:ip:" + facts.AddrKey(), Max: MaxMailsPerAddress, Window: MailWindow},
 		{Key: "mail:to:" + strings.ToLower(strings.TrimSpace(email)), Max: MaxMailsPerRecipent, Window: RecipientWindow},
 	}
 }
 
-func (s *Service) reserveMail(ctx context.Context, r *http.Request, email string) error {
-	err := throttle.Reserve(ctx, s.Store, s.Now(), mailLimits(r, email)...)
+func (s *Service) reserveMail(ctx context.Context, facts request.Facts, email string) error {
+	err := throttle.Reserve(ctx, s.Store, s.Now(), mailLimits(facts, email)...)
 	var refused *throttle.Refused
 	if errors.As(err, &refused) {
 		e := httpx.TooManyRequests(ErrThrottled.Code, ErrThrottled.Description, refused.RetryAfter)
@@ -152,9 +154,9 @@ func (s *Service) reserveMail(ctx context.Context, r *http.Request, email string
 // mailTarget is the person a mail asked for by email goes to: the attempt
 // is throttled first, and found is false for a malformed or unknown address
 // — which the caller answers like a success, so no form reveals an account.
-func (s *Service) mailTarget(ctx context.Context, r *http.Request, email string) (p store.Person, found bool, err error) {
+func (s *Service) mailTarget(ctx context.Context, facts request.Facts, email string) (p store.Person, found bool, err error) {
 	email = strings.TrimSpace(email)
-	if err := s.reserveMail(ctx, r, email); err != nil {
+	if err := s.reserveMail(ctx, facts, email); err != nil {
 		return p, false, err
 	}
 	if mail.CheckAddress(email) != nil {
@@ -194,8 +196,8 @@ func (s *Service) enqueue(ctx context.Context, tx store.Store, kind, lang string
 }
 
 // recordPerson writes a person event through st (the change's transaction).
-func (s *Service) recordPerson(ctx context.Context, st events.Appender, r *http.Request, typ string, p store.Person, extra map[string]string) error {
-	return s.Events.RecordPerson(ctx, st, request.Of(r), events.Person{Type: typ, PersonID: p.ID, AgentUser: p.ID,
+func (s *Service) recordPerson(ctx context.Context, st events.Appender, facts request.Facts, typ string, p store.Person, extra map[string]string) error {
+	return s.Events.RecordPerson(ctx, st, facts, events.Person{Type: typ, PersonID: p.ID, AgentUser: p.ID,
 		Partition: p.Partition, Context: extra})
 }
 
@@ -240,5 +242,9 @@ func (s *Service) use(ctx context.Context, tx store.Store, kind, value string) (
 
 // wake sends the mails just committed without waiting for the next poll.
 func (s *Service) wake() { s.Outbox.Wake() }
+
+// Wake sends the mails a caller's transaction just committed
+// (personimport.Mailer).
+func (s *Service) Wake() { s.wake() }
 
 func minutes(d time.Duration) int { return int((d + time.Minute - 1) / time.Minute) }

@@ -3,13 +3,13 @@ package journey
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/mail"
 	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -23,7 +23,7 @@ const (
 // is one that may sign in. The answer is the same for every email (only the
 // throttle refuses, and its keys do not depend on the account); request is
 // the pending authorization request to return to ("" for none).
-func (s *Service) RequestPasswordReset(ctx context.Context, r *http.Request, email, lang, request string) error {
+func (s *Service) RequestPasswordReset(ctx context.Context, facts request.Facts, email, lang, request string) error {
 	st, err := s.Settings(ctx)
 	if err != nil {
 		return err
@@ -31,7 +31,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, r *http.Request, ema
 	if !st.PasswordReset {
 		return ErrOff
 	}
-	p, found, err := s.mailTarget(ctx, r, email)
+	p, found, err := s.mailTarget(ctx, facts, email)
 	if err != nil || !found || !identity.MaySignIn(p.Status) {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, r *http.Request, ema
 		if err := s.enqueue(ctx, tx, "password_reset", lang, p, mail.Data{Link: link, Minutes: minutes(ResetLinkLifetime)}); err != nil {
 			return err
 		}
-		return s.recordPerson(ctx, tx, r, events.PersonPasswordResetRequested, p, nil)
+		return s.recordPerson(ctx, tx, facts, events.PersonPasswordResetRequested, p, nil)
 	})
 	if err == nil {
 		s.wake()
@@ -62,7 +62,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, r *http.Request, ema
 // the password must meet the policy, and everything the person held
 // (refresh tokens, grants, browser sessions) is revoked in the same
 // transaction, so whoever knew the old password is signed out everywhere.
-func (s *Service) ResetPassword(ctx context.Context, r *http.Request, link, newPassword, lang string) (store.Person, error) {
+func (s *Service) ResetPassword(ctx context.Context, facts request.Facts, link, newPassword, lang string) (store.Person, error) {
 	st, err := s.Settings(ctx)
 	if err != nil {
 		return store.Person{}, err
@@ -110,7 +110,7 @@ func (s *Service) ResetPassword(ctx context.Context, r *http.Request, link, newP
 				return err
 			}
 		}
-		return s.recordPerson(ctx, tx, r, events.PersonPasswordReset, p, nil)
+		return s.recordPerson(ctx, tx, facts, events.PersonPasswordReset, p, nil)
 	})
 	if err != nil {
 		return store.Person{}, err

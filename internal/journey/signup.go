@@ -3,7 +3,6 @@ package journey
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/mail"
 	"github.com/latchkey/latchkey/internal/password"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -187,7 +187,7 @@ func (st Settings) emailAllowed(email string) bool {
 // gets no second one and the same answer as a success (no mail either
 // way reveals it on the page). With activation on, the account is CREATED
 // and an activation link is mailed; otherwise it is ACTIVATED at once.
-func (s *Service) SignUp(ctx context.Context, r *http.Request, f SignUpForm, lang, request string) error {
+func (s *Service) SignUp(ctx context.Context, facts request.Facts, f SignUpForm, lang, request string) error {
 	st, err := s.Settings(ctx)
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func (s *Service) SignUp(ctx context.Context, r *http.Request, f SignUpForm, lan
 	if err := s.checkPassword(ctx, f.Password); err != nil {
 		return err
 	}
-	if err := s.reserveMail(ctx, r, f.Email); err != nil {
+	if err := s.reserveMail(ctx, facts, f.Email); err != nil {
 		return err
 	}
 	hash, err := password.Hash(f.Password)
@@ -227,11 +227,11 @@ func (s *Service) SignUp(ctx context.Context, r *http.Request, f SignUpForm, lan
 			CreatedAt: now}); err != nil {
 			return err
 		}
-		if err := s.recordPerson(ctx, tx, r, events.PersonCreated, p, map[string]string{"channel": "sign_up"}); err != nil {
+		if err := s.recordPerson(ctx, tx, facts, events.PersonCreated, p, map[string]string{"channel": "sign_up"}); err != nil {
 			return err
 		}
 		if st.Activation {
-			return s.sendActivation(ctx, tx, r, st, p, lang, request, store.PersonTokenActivation)
+			return s.sendActivation(ctx, tx, facts, st, p, lang, request, store.PersonTokenActivation)
 		}
 		if st.Notify("welcome_web") {
 			return s.enqueue(ctx, tx, "welcome", lang, p, mail.Data{})
@@ -249,7 +249,7 @@ func (s *Service) SignUp(ctx context.Context, r *http.Request, f SignUpForm, lan
 }
 
 // sendActivation mails an activation (or invitation) link through tx.
-func (s *Service) sendActivation(ctx context.Context, tx store.Store, r *http.Request, st Settings, p store.Person,
+func (s *Service) sendActivation(ctx context.Context, tx store.Store, facts request.Facts, st Settings, p store.Person,
 	lang, request, kind string) error {
 	q := url.Values{}
 	if request != "" {
@@ -265,7 +265,7 @@ func (s *Service) sendActivation(ctx context.Context, tx store.Store, r *http.Re
 	mailKind := "activation"
 	if kind == store.PersonTokenInvitation {
 		mailKind = "invitation"
-		if err := s.recordPerson(ctx, tx, r, events.PersonInvitationSent, p, nil); err != nil {
+		if err := s.recordPerson(ctx, tx, facts, events.PersonInvitationSent, p, nil); err != nil {
 			return err
 		}
 	}
@@ -275,12 +275,12 @@ func (s *Service) sendActivation(ctx context.Context, tx store.Store, r *http.Re
 // ResendActivation mails a new activation (CREATED) or invitation (INVITED)
 // link to email's account when it is waiting for one; the same answer
 // for every email.
-func (s *Service) ResendActivation(ctx context.Context, r *http.Request, email, lang, request string) error {
+func (s *Service) ResendActivation(ctx context.Context, facts request.Facts, email, lang, request string) error {
 	st, err := s.Settings(ctx)
 	if err != nil {
 		return err
 	}
-	p, found, err := s.mailTarget(ctx, r, email)
+	p, found, err := s.mailTarget(ctx, facts, email)
 	if err != nil || !found {
 		return err
 	}
@@ -294,7 +294,7 @@ func (s *Service) ResendActivation(ctx context.Context, r *http.Request, email, 
 		return nil
 	}
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
-		return s.sendActivation(ctx, tx, r, st, p, lang, request, kind)
+		return s.sendActivation(ctx, tx, facts, st, p, lang, request, kind)
 	})
 	if err == nil {
 		s.wake()
@@ -302,23 +302,10 @@ func (s *Service) ResendActivation(ctx context.Context, r *http.Request, email, 
 	return err
 }
 
-// Invite mails an invitation link to an INVITED person (through tx: the
-// import's savepoint).
-func (s *Service) Invite(ctx context.Context, tx store.Store, p store.Person, lang string) error {
-	st, err := s.Settings(ctx)
-	if err != nil {
-		return err
-	}
-	if p.Status != identity.StatusInvited || !st.Notify("invitation") {
-		return nil
-	}
-	return s.sendActivation(ctx, tx, nil, st, p, lang, "", store.PersonTokenInvitation)
-}
-
 // Activate spends an activation or invitation link: the account becomes
 // ACTIVATED. An invitation also sets the person's first password (pw),
 // which must meet the policy. It returns the activated person.
-func (s *Service) Activate(ctx context.Context, r *http.Request, link, pw, lang string) (store.Person, error) {
+func (s *Service) Activate(ctx context.Context, facts request.Facts, link, pw, lang string) (store.Person, error) {
 	st, err := s.Settings(ctx)
 	if err != nil {
 		return store.Person{}, err
@@ -369,7 +356,7 @@ func (s *Service) Activate(ctx context.Context, r *http.Request, link, pw, lang 
 			}
 			return err
 		}
-		if err := s.recordPerson(ctx, tx, r, events.PersonActivated, p, map[string]string{"via": t.Kind}); err != nil {
+		if err := s.recordPerson(ctx, tx, facts, events.PersonActivated, p, map[string]string{"via": t.Kind}); err != nil {
 			return err
 		}
 		if st.Notify("welcome_web") {

@@ -22,13 +22,34 @@ func (p *Pages) DevicePage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	t, lang := Messages(q.Get("language"))
 	if st := q.Get("status"); deviceStatuses[st] {
-		p.render(w, http.StatusOK, "device_status.html", &pageData{Lang: lang, T: t, Status: st})
+		d := &pageData{Lang: lang, T: t, Status: st}
+		if st == "invalid" || st == "expired" {
+			// A way on: enter the (new) code shown on the device.
+			d.Link, d.LinkText = p.deviceAction(r), t["device.try_again"]
+		}
+		p.render(w, http.StatusOK, "device_status.html", d)
 		return nil
 	}
 	code := oauth.NormalizeUserCode(q.Get("user_code"))
 	p.render(w, http.StatusOK, "device_code.html", &pageData{Lang: lang, T: t, Action: oauth.PathDeviceVerification,
 		CSRF: p.csrfToken(w, r, deviceCSRFPurpose), UserCode: oauth.FormatUserCode(code), Confirm: code != ""})
 	return nil
+}
+
+// deviceRetry shows the code entry form again, empty and editable, with
+// why the last code was not taken: a mistyped or expired code is tried
+// again here, not at a dead end.
+func (p *Pages) deviceRetry(w http.ResponseWriter, r *http.Request, status int, lang string, t map[string]string, msg string) {
+	p.render(w, status, "device_code.html", &pageData{Lang: lang, T: t, Action: p.deviceAction(r),
+		CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: msg})
+}
+
+// deviceAction keeps the page language across a retry.
+func (p *Pages) deviceAction(r *http.Request) string {
+	if lang := r.URL.Query().Get("language"); lang != "" {
+		return oauth.PathDeviceVerification + "?" + url.Values{"language": {lang}}.Encode()
+	}
+	return oauth.PathDeviceVerification
 }
 
 // DeviceSubmit is POST /oauth/device_authorization/verification: a valid code
@@ -53,15 +74,14 @@ func (p *Pages) DeviceSubmit(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case errors.As(err, &refused):
 		w.Header().Set("Retry-After", httpx.RetryAfter(refused.RetryAfter))
-		p.render(w, http.StatusTooManyRequests, "device_code.html", &pageData{Lang: lang, T: t,
-			Action: oauth.PathDeviceVerification, CSRF: p.csrfToken(w, r, deviceCSRFPurpose), Error: t["device.throttled"]})
+		p.deviceRetry(w, r, http.StatusTooManyRequests, lang, t, t["device.throttled"])
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeUnknown):
 		p.OAuth.Events.ObserveOAuth(ctx, p.Store.EventSink(), p.facts(r), events.OAuth{Type: events.DeviceUserCodeWrong})
-		p.render(w, http.StatusBadRequest, "device_status.html", &pageData{Lang: lang, T: t, Status: "invalid"})
+		p.deviceRetry(w, r, http.StatusBadRequest, lang, t, t["device.retry.invalid"])
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeExpired):
-		p.render(w, http.StatusBadRequest, "device_status.html", &pageData{Lang: lang, T: t, Status: "expired"})
+		p.deviceRetry(w, r, http.StatusBadRequest, lang, t, t["device.retry.expired"])
 		return nil
 	case errors.Is(err, oauth.ErrUserCodeDecided):
 		p.render(w, http.StatusBadRequest, "device_status.html", &pageData{Lang: lang, T: t, Status: "authorized"})

@@ -99,7 +99,7 @@ func (p *Pages) journeyError(w http.ResponseWriter, r *http.Request, jc journeyC
 	var he *httpx.Error
 	switch {
 	case errors.Is(err, journey.ErrOff):
-		http.NotFound(w, r)
+		p.notFound(w, r)
 	case errors.As(err, &he) && he.Status == http.StatusTooManyRequests:
 		for k, v := range he.Header {
 			w.Header().Set(k, v)
@@ -117,6 +117,42 @@ func (p *Pages) journeyError(w http.ResponseWriter, r *http.Request, jc journeyC
 	return nil
 }
 
+// notFound is the page of an address that is not there, or of a journey
+// that is switched off.
+func (p *Pages) notFound(w http.ResponseWriter, r *http.Request) {
+	t, lang := Messages(r.URL.Query().Get("language"))
+	if len(lang) > 16 {
+		t, lang = Messages("")
+	}
+	p.render(w, http.StatusNotFound, "error.html", &pageData{Lang: lang, T: t, Message: "There is no page at this address."})
+}
+
+// SignUpOn and PasswordResetOn are the switches of the journeys (Switched).
+func SignUpOn(st journey.Settings) bool        { return st.SignUp }
+func PasswordResetOn(st journey.Settings) bool { return st.PasswordReset }
+
+// Switched guards every page of a journey — its form posts and its "done"
+// pages too — by its switch: while off, the 404 page, before a form or a
+// CSRF token is read. (Activation pages stay: invitations use them
+// whatever person_activation says.)
+func (p *Pages) Switched(on func(journey.Settings) bool, h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if p.Journeys == nil {
+			p.notFound(w, r)
+			return nil
+		}
+		st, err := p.Journeys.Settings(r.Context())
+		if err != nil {
+			return err
+		}
+		if !on(st) {
+			p.notFound(w, r)
+			return nil
+		}
+		return h(w, r)
+	}
+}
+
 // --- password reset ---
 
 // ForgotPage is GET /password/forgot.
@@ -127,7 +163,7 @@ func (p *Pages) ForgotPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	jc := p.journeyContext(r)
 	if !st.PasswordReset {
-		http.NotFound(w, r)
+		p.notFound(w, r)
 		return nil
 	}
 	p.forgotForm(w, r, http.StatusOK, jc, journey.PathForgot, "forgot.title", "forgot.lead", "forgot.submit", "", "")
@@ -153,7 +189,7 @@ func (p *Pages) Forgot(w http.ResponseWriter, r *http.Request) error {
 	if len(email) > 1024 {
 		email = ""
 	}
-	if err := p.Journeys.RequestPasswordReset(r.Context(), r, email, jc.lang, jc.request); err != nil {
+	if err := p.Journeys.RequestPasswordReset(r.Context(), p.facts(r), email, jc.lang, jc.request); err != nil {
 		return p.journeyError(w, r, jc, err, journey.PathForgot)
 	}
 	http.Redirect(w, r, journey.PathForgot+"/sent"+jc.query(), http.StatusSeeOther)
@@ -175,7 +211,7 @@ func (p *Pages) ResetPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !st.PasswordReset {
-		http.NotFound(w, r)
+		p.notFound(w, r)
 		return nil
 	}
 	jc := p.journeyContext(r)
@@ -204,7 +240,7 @@ func (p *Pages) Reset(w http.ResponseWriter, r *http.Request) error {
 		p.resetForm(w, r, http.StatusBadRequest, jc, link, jc.t["reset.mismatch"])
 		return nil
 	}
-	_, err := p.Journeys.ResetPassword(r.Context(), r, link, pw, jc.lang)
+	_, err := p.Journeys.ResetPassword(r.Context(), p.facts(r), link, pw, jc.lang)
 	var pe *journey.PasswordError
 	if errors.As(err, &pe) {
 		p.resetForm(w, r, http.StatusBadRequest, jc, link, pe.Message)
@@ -253,7 +289,7 @@ func (p *Pages) SignUpPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !st.SignUp {
-		http.NotFound(w, r)
+		p.notFound(w, r)
 		return nil
 	}
 	p.signUpForm(w, r, http.StatusOK, p.journeyContext(r), st, journey.SignUpForm{}, nil)
@@ -322,7 +358,7 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request) error {
 	f := journey.SignUpForm{Email: pf.Get("email"), EmailConfirm: pf.Get("email_confirm"), Password: pf.Get("password"),
 		FirstName: pf.Get("first_name"), LastName: pf.Get("last_name"), Phone: pf.Get("phone"),
 		PhoneConfirm: pf.Get("phone_confirm"), BirthDate: pf.Get("birth_date")}
-	err = p.Journeys.SignUp(r.Context(), r, f, jc.lang, jc.request)
+	err = p.Journeys.SignUp(r.Context(), p.facts(r), f, jc.lang, jc.request)
 	var fe journey.FieldErrors
 	var pe *journey.PasswordError
 	switch {
@@ -397,7 +433,7 @@ func (p *Pages) Activate(w http.ResponseWriter, r *http.Request) error {
 		p.activateForm(w, r, http.StatusBadRequest, jc, link, true, jc.t["reset.mismatch"])
 		return nil
 	}
-	_, err := p.Journeys.Activate(r.Context(), r, link, pw, jc.lang)
+	_, err := p.Journeys.Activate(r.Context(), p.facts(r), link, pw, jc.lang)
 	var pe *journey.PasswordError
 	if errors.As(err, &pe) {
 		p.activateForm(w, r, http.StatusBadRequest, jc, link, true, pe.Message)
@@ -433,7 +469,7 @@ func (p *Pages) Resend(w http.ResponseWriter, r *http.Request) error {
 	if len(email) > 1024 {
 		email = ""
 	}
-	if err := p.Journeys.ResendActivation(r.Context(), r, email, jc.lang, jc.request); err != nil {
+	if err := p.Journeys.ResendActivation(r.Context(), p.facts(r), email, jc.lang, jc.request); err != nil {
 		return p.journeyError(w, r, jc, err, PathActivateResend)
 	}
 	p.notice(w, http.StatusOK, jc, "resend.sent.title", "resend.sent", jc.loginLink(), "journey.back", "")

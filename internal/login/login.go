@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
@@ -52,9 +51,6 @@ type Pages struct {
 
 	SessionLifetime time.Duration // default 12 h
 }
-
-// PathTOTP is the TOTP step-up page.
-const PathTOTP = "/login/totp"
 
 const pageCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
 
@@ -98,6 +94,8 @@ type pageData struct {
 	AskPassword                          bool
 	Fields                               []formField
 	SignUpLink, ForgotLink               string
+	// The step-up's choice of methods.
+	Methods []methodView
 }
 
 type scopeView struct{ Name, Description string }
@@ -198,18 +196,23 @@ func (p *Pages) Login(w http.ResponseWriter, r *http.Request) error {
 		p.render(w, status, "login.html", d)
 		return nil
 	}
-	if person.Status == identity.StatusCreated && p.Journeys != nil {
-		// With activation on, an account signs in once its mailed link
-		// was followed.
-		if st, err := p.Journeys.Settings(r.Context()); err != nil {
-			return err
-		} else if st.Activation {
-			d := &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id, CSRF: p.csrfToken(w, r, id),
-				ClientName: displayName(client), Email: email, Error: t["login.not_activated"]}
-			p.journeyLinks(r, d)
-			p.render(w, http.StatusForbidden, "login.html", d)
-			return nil
+	// authflow's rule, asked before a session starts so that the page can
+	// say why: with activation on, a CREATED account signs in once its
+	// mailed link was followed (the flows without pages ask it too).
+	pol, err := p.OAuth.Policy(r.Context())
+	if err != nil {
+		return err
+	}
+	if !pol.MaySignIn(person.Status) {
+		msg := t["login.not_activated"]
+		if person.Status != identity.StatusCreated {
+			msg = "The account cannot sign in."
 		}
+		d := &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id, CSRF: p.csrfToken(w, r, id),
+			ClientName: displayName(client), Email: email, Error: msg}
+		p.journeyLinks(r, d)
+		p.render(w, http.StatusForbidden, "login.html", d)
+		return nil
 	}
 	// This browser now counts as the account's known device: failures
 	// elsewhere no longer lock its owner out here (identity.DeviceCookie).
@@ -307,7 +310,7 @@ func (p *Pages) follow(w http.ResponseWriter, r *http.Request, id string, ar *oa
 		p.loginForm(w, r, id, ar, client, "login.step_up")
 		return nil
 	case authflow.StepUp:
-		http.Redirect(w, r, PathTOTP+"?request="+url.QueryEscape(id), http.StatusSeeOther)
+		http.Redirect(w, r, stepUpPath(d)+"?request="+url.QueryEscape(id), http.StatusSeeOther)
 		return nil
 	case authflow.Consent:
 		http.Redirect(w, r, PathConsent+"?request="+url.QueryEscape(id), http.StatusSeeOther)
@@ -360,76 +363,6 @@ func (p *Pages) refuse(w http.ResponseWriter, r *http.Request, id string, ar *oa
 		RedirectURI: ar.RedirectURI, State: ar.State})
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
-}
-
-// TOTPPage is GET /login/totp?request=ID: the code form of the TOTP step-up.
-func (p *Pages) TOTPPage(w http.ResponseWriter, r *http.Request) error {
-	id := r.URL.Query().Get("request")
-	ar, client, err := p.OAuth.LoadRequest(r.Context(), id)
-	if err != nil {
-		return p.requestError(w, r, err)
-	}
-	sess, ok := p.Session(r)
-	if !ok {
-		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(id), http.StatusSeeOther)
-		return nil
-	}
-	d, err := p.OAuth.Next(r.Context(), client, ar, &sess, false)
-	if err != nil {
-		return err
-	}
-	if d.Step != authflow.StepUp {
-		return p.follow(w, r, id, ar, client, d, false)
-	}
-	t, lang := Messages(ar.Language)
-	p.render(w, http.StatusOK, "totp.html", &pageData{Lang: lang, T: t, Action: PathTOTP, Request: id,
-		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client)})
-	return nil
-}
-
-// TOTP is POST /login/totp: a right code raises the session to TOTPLevel
-// and the flow goes on; a wrong one shows the form again.
-func (p *Pages) TOTP(w http.ResponseWriter, r *http.Request) error {
-	f, err := p.posted(w, r)
-	if f == nil {
-		return err
-	}
-	sess, ok := p.Session(r)
-	if !ok {
-		http.Redirect(w, r, oauth.PathLogin+"?request="+url.QueryEscape(f.id), http.StatusSeeOther)
-		return nil
-	}
-	// A code is taken only when the flow is at the step-up.
-	if d, err := p.OAuth.Next(r.Context(), f.client, f.ar, &sess, false); err != nil || d.Step != authflow.StepUp {
-		if err != nil {
-			return err
-		}
-		return p.follow(w, r, f.id, f.ar, f.client, d, false)
-	}
-	person, err := p.Store.GetPerson(r.Context(), sess.PersonID)
-	if err != nil {
-		return err
-	}
-	if err := p.Identity.CheckTOTP(r.Context(), p.facts(r), person, r.PostForm.Get("code")); err != nil {
-		if !errors.Is(err, identity.ErrBadTOTP) {
-			return err
-		}
-		p.render(w, http.StatusUnauthorized, "totp.html", &pageData{Lang: f.lang, T: f.t, Action: PathTOTP, Request: f.id,
-			CSRF: p.csrfToken(w, r, f.id), ClientName: displayName(f.client), Error: f.t["totp.wrong"]})
-		return nil
-	}
-	err = p.Store.UpdateSession(r.Context(), sess.Hash, func(s store.Session) (store.Session, error) {
-		s.AuthLevel = max(s.AuthLevel, p.OAuth.Flow.TOTPLevel)
-		if !slices.Contains(s.AMR, "OTP") {
-			s.AMR = append(s.AMR, "OTP")
-		}
-		sess = s
-		return s, nil
-	})
-	if err != nil {
-		return err
-	}
-	return p.next(w, r, f.id, f.ar, f.client, &sess, false)
 }
 
 // PathConsent is the consent page.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/totp"
@@ -44,13 +45,16 @@ func stepUpServer(t *testing.T, backend string) *servertest.Server {
 	return s
 }
 
+// form posts v to u and checks the answer against api/openapi.yaml.
 func form(t *testing.T, b *http.Client, u string, v url.Values) *http.Response {
 	t.Helper()
 	resp, err := b.PostForm(u, v)
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	openapicheck.Response(t, resp.Request, resp, body)
 	return resp
 }
 

@@ -185,7 +185,11 @@ func (s *Service) Next(ctx context.Context, client store.Client, ar *AuthorizeRe
 			}
 		}
 	}
-	return authflow.Decide(s.Flow, req), nil
+	pol, err := s.Policy(ctx)
+	if err != nil {
+		return authflow.Decision{}, err
+	}
+	return authflow.Decide(pol, req), nil
 }
 
 // errNotApproved: an issuance was reached without authflow's approval.

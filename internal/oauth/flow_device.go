@@ -344,7 +344,11 @@ func (s *Service) inAppApproval(ctx context.Context, g store.Grant, d store.Devi
 	} else if err != nil {
 		return authflow.Approval{}, err
 	}
-	dec := authflow.Decide(s.Flow, authflow.Request{Kind: authflow.InApp, Scopes: d.Scopes, Configured: configured,
+	pol, err := s.Policy(ctx)
+	if err != nil {
+		return authflow.Approval{}, err
+	}
+	dec := authflow.Decide(pol, authflow.Request{Kind: authflow.InApp, Scopes: d.Scopes, Configured: configured,
 		Person: &p, Auth: &authflow.Authentication{Level: g.AuthLevel, AMR: g.AMR, Time: g.CreatedAt}})
 	if a, ok := dec.Approved(); ok {
 		return a, nil

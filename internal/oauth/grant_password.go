@@ -48,16 +48,23 @@ func (s *Service) password(ctx context.Context, f request.Facts, client store.Cl
 	}
 	// A password reaches the password level and nothing more: no step-up
 	// without the hosted pages.
-	dec := authflow.Decide(s.Flow, authflow.Request{Kind: authflow.Password, Scopes: scopes, Configured: configured, Person: &p,
+	pol, err := s.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dec := authflow.Decide(pol, authflow.Request{Kind: authflow.Password, Scopes: scopes, Configured: configured, Person: &p,
 		Auth: &authflow.Authentication{Level: s.Flow.PasswordLevel, AMR: []string{"DEFAULT"}, Time: s.Now()}})
 	a, ok := dec.Approved()
 	if !ok {
-		s.record(ctx, f, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name, UserID: p.ID})
 		if dec.Reason == authflow.ReasonLevel {
+			s.record(ctx, f, events.OAuth{Type: events.TokenRequestScopeInvalid, ClientID: client.ID, AppName: client.Name, UserID: p.ID})
 			return nil, newError(ErrInvalidScope, fmt.Sprintf(
 				"The requested scopes require authentication level %d; a password reaches %d. Use the authorization code flow.",
 				dec.Level, s.Flow.PasswordLevel))
 		}
+		s.record(ctx, f, events.OAuth{Type: events.TokenRequestPasswordInvalid, ClientID: client.ID, AppName: client.Name, UserID: p.ID})
+		// Not allowed to sign in (not activated yet, with activation on):
+		// answered as a wrong password, as the login page's throttles are.
 		return nil, newError(ErrInvalidGrant, "The username or password is wrong.")
 	}
 	var resp *TokenResponse

@@ -31,9 +31,15 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 	invalid := func(event, desc string) error {
 		return &refusal{event: event, err: newError(ErrInvalidGrant, desc)}
 	}
+	// Read before the transaction: the identity configuration is read
+	// through the store (SQLite's writer is the transaction's).
+	pol, err := s.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var resp *TokenResponse
 	var reused store.Token
-	err := s.Store.Tx(ctx, func(tx store.Store) error {
+	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		// The person's row is locked before the token's (UseRefreshToken):
 		// a block locks the person and then revokes the tokens, so taking
 		// them in the other order could deadlock with it.
@@ -96,7 +102,7 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 			return err
 		}
 		if g.Subject != "" {
-			if err := s.refreshAllowed(ctx, tx, g, person, scopes, configured); err != nil {
+			if err := s.refreshAllowed(ctx, tx, pol, g, person, scopes, configured); err != nil {
 				return err
 			}
 		}
@@ -136,7 +142,7 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 // for scopes: a refresh never yields more than the grant was authenticated
 // for (a scope whose level was raised since), and never for a person who
 // may no longer sign in.
-func (s *Service) refreshAllowed(ctx context.Context, tx store.Store, g store.Grant, locked *store.Person, scopes []string, configured []store.Scope) error {
+func (s *Service) refreshAllowed(ctx context.Context, tx store.Store, pol authflow.Policy, g store.Grant, locked *store.Person, scopes []string, configured []store.Scope) error {
 	var p store.Person
 	if locked != nil && locked.ID == g.Subject {
 		p = *locked // read under the row lock of this transaction
@@ -149,7 +155,7 @@ func (s *Service) refreshAllowed(ctx context.Context, tx store.Store, g store.Gr
 			return err
 		}
 	}
-	dec := authflow.Decide(s.Flow, authflow.Request{Kind: authflow.Refresh, Scopes: scopes, Configured: configured,
+	dec := authflow.Decide(pol, authflow.Request{Kind: authflow.Refresh, Scopes: scopes, Configured: configured,
 		Person: &p, Auth: &authflow.Authentication{Level: g.AuthLevel, AMR: g.AMR, Time: g.CreatedAt}})
 	if _, ok := dec.Approved(); ok {
 		return nil

@@ -49,7 +49,7 @@ type Service struct {
 	Issuer      string
 	Now         func() time.Time
 	Log         *slog.Logger
-	// Flow is the authentication levels authflow decides with.
+	// Flow is the operator file's authentication levels.
 	Flow authflow.Policy
 	// Keys sign ID tokens and JWT access tokens (OpenID Connect); nil:
 	// neither is issued.
@@ -58,10 +58,23 @@ type Service struct {
 	// PageLanguages are the language codes the hosted pages speak
 	// (ui_locales picks the first of them it names).
 	PageLanguages []string
+	// Settings completes Flow with the identity configuration (the mailed
+	// code's level, the step-up strategy, whether activation is required);
+	// nil: Flow alone. Policy calls it.
+	Settings func(ctx context.Context, base authflow.Policy) (authflow.Policy, error)
 
 	CodeLifetime        time.Duration // default 60 s
 	DeviceCodeLifetime  time.Duration // default 10 min
 	AuthRequestLifetime time.Duration // how long a person has to log in and consent; default 30 min
+}
+
+// Policy is what authflow decides with now: Flow and the identity
+// configuration. Every caller of authflow.Decide takes it from here.
+func (s *Service) Policy(ctx context.Context) (authflow.Policy, error) {
+	if s.Settings == nil {
+		return s.Flow, nil
+	}
+	return s.Settings(ctx, s.Flow)
 }
 
 func (s *Service) codeLifetime() time.Duration {

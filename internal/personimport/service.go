@@ -34,6 +34,17 @@ type Service struct {
 	IdPs func(ctx context.Context) (map[string]string, error)
 	Log  *slog.Logger
 	Now  func() time.Time
+	// Mails sends what an imported person is owed (journey.Service: the
+	// invitation of an INVITED person, welcome.on_api_enabled) through the
+	// person's savepoint; nil: no mails.
+	Mails Mailer
+}
+
+// Mailer writes the mails of an imported person through st, the person's
+// savepoint, and sends them once the import committed.
+type Mailer interface {
+	Imported(ctx context.Context, st store.Store, f request.Facts, p store.Person, created bool, oldStatus string) error
+	Wake()
 }
 
 // Options are the request's context of an import.
@@ -87,6 +98,9 @@ func (s *Service) Import(ctx context.Context, persons []Person, o Options) (Resu
 		batch := todo[:min(batchSize, len(todo))]
 		todo = todo[len(batch):]
 		s.writeBatch(ctx, batch, o, outcome)
+	}
+	if s.Mails != nil {
+		s.Mails.Wake()
 	}
 	res := Result{SuccessfulReferenceIDs: []string{}, Failures: []Failure{}}
 	for i, f := range outcome {
@@ -150,6 +164,7 @@ func (s *Service) writeOne(ctx context.Context, st store.Store, c candidate, o O
 		p.TOTPSecret = s.TOTP.Seal(c.totp, []byte(p.ID))
 	}
 	old, err := st.GetPerson(ctx, p.ID)
+	created := errors.Is(err, store.ErrNotFound)
 	typ := events.PersonCreated
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -191,6 +206,11 @@ func (s *Service) writeOne(ctx context.Context, st store.Store, c candidate, o O
 		if err := st.LinkIdentity(ctx, l); errors.Is(err, store.ErrConflict) {
 			return errFailed{fail(CodeIdentityCoupled, c.ref, "external identity %q of provider %s is coupled with another account", clip(l.ExternalID), l.IdPID)}
 		} else if err != nil {
+			return err
+		}
+	}
+	if s.Mails != nil {
+		if err := s.Mails.Imported(ctx, st, o.Facts, p, created, old.Status); err != nil {
 			return err
 		}
 	}

@@ -2,15 +2,19 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
+	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/mail"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/token"
 	"github.com/latchkey/latchkey/web"
 )
 
@@ -64,3 +68,24 @@ func (s *Server) SendMail(ctx context.Context) { s.journeys.Outbox.Run(ctx) }
 
 // Journeys is the journeys service (tests).
 func (s *Server) Journeys() *journey.Service { return s.journeys }
+
+// JourneysFor builds the journeys alone, for a command that changes persons
+// beside the running servers (latchkey person delete): the mails it
+// enqueues in its transactions, the servers' outbox loops send. The store
+// must belong to serverKey (store.ErrServerKeyMismatch otherwise): the
+// mails are sealed under it.
+func JourneysFor(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.Logger, serverKey []byte) (*journey.Service, error) {
+	h, err := token.NewHasher(serverKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.ClaimServerKey(ctx, h.Fingerprint()); err != nil {
+		return nil, err
+	}
+	rec := events.NewRecorder()
+	s := &Server{cfg: cfg, store: st, log: logger, secrets: h, now: time.Now}
+	if s.identity, err = identity.New(st, rec, time.Now); err != nil {
+		return nil, err
+	}
+	return s.newJourneys(&cimconfig.Service{Store: st, Events: rec, Now: time.Now}, serverKey, rec)
+}

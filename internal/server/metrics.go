@@ -176,7 +176,7 @@ func (m *metrics) observeEvent(f request.Facts, e *store.Event) {
 		m.logins.WithLabelValues("failed").Inc()
 	case t == "LOGIN_THROTTLED":
 		m.logins.WithLabelValues("throttled").Inc()
-	case t == "STEP_UP_TOTP_SUCCEEDED":
+	case t == "STEP_UP_TOTP_SUCCEEDED", t == "STEP_UP_EMAIL_CODE_SUCCEEDED":
 		m.stepUps.WithLabelValues("succeeded").Inc()
 	case t == "OTP_AUTH_NOT_AUTHENTICATED_INVALID_OTP":
 		m.stepUps.WithLabelValues("failed").Inc()

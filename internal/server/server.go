@@ -178,6 +178,10 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return nil, err
 	}
 	s.pages.Journeys = s.journeys
+	// authflow decides with the identity configuration's step-up and
+	// activation settings too.
+	s.oauth.Settings = s.journeys.Policy
+	s.identity.OnDelete = s.journeys.AccountRemoved
 	s.pages.LogoutTarget = cim.LogoutTarget
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
 		Enabled: func() bool {
@@ -186,7 +190,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		}}
 	s.imports = &personimport.Handler{
 		Service: &personimport.Service{Store: st, Events: rec, TOTP: totpSealer, PRF: cfg.Import.PBKDF2PRF,
-			IdPs: cim.IdPs, Log: logger, Now: now},
+			IdPs: cim.IdPs, Log: logger, Now: now, Mails: s.journeys},
 		Users: s.apiUsers, Enabled: func() bool { return *cfg.Import.Enabled },
 		Partitioning: cfg.Import.Partitioning, MaxPersons: cfg.Import.MaxPersons,
 	}

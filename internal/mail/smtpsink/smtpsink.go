@@ -17,6 +17,7 @@ import (
 	"net/mail"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -229,4 +230,19 @@ func (m Mail) Link(prefix string) string {
 		return text[i:]
 	}
 	return text[i : i+end]
+}
+
+var codeRE = regexp.MustCompile(`(?m)^\s*([0-9]{6})\s*$`)
+
+// Code returns the one-time code of the mail's text part: a line of six
+// digits alone ("" when none).
+func (m Mail) Code() string {
+	text, _, err := m.Parts()
+	if err != nil {
+		return ""
+	}
+	if c := codeRE.FindStringSubmatch(text); c != nil {
+		return c[1]
+	}
+	return ""
 }
