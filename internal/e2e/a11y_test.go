@@ -242,4 +242,9 @@ func TestPagesAccessibilityAt390px(t *testing.T) {
 	fill(t, ctx, map[string]string{"code": code})
 	expectPage(t, click(t, ctx, "submit"), s.URL, "/consent", 200)
 	audit(t, ctx, "consent")
+	// Signed in: the OpenID Connect logout asks first, without a hint.
+	navigate(t, ctx, s.URL+"/oauth/end_session?client_id=web")
+	audit(t, ctx, "logout confirmation")
+	expectPage(t, click(t, ctx, "confirm"), s.URL, "/oauth/end_session", 200)
+	audit(t, ctx, "signed out")
 }
