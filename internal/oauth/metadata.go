@@ -27,6 +27,7 @@ type Metadata struct {
 	IntrospectionEndpointAuthMethods  []string `json:"introspection_endpoint_auth_methods_supported"`
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	AuthorizationResponseIssParam     bool     `json:"authorization_response_iss_parameter_supported"`
+	RegistrationEndpoint              string   `json:"registration_endpoint,omitempty"` // RFC 7591, while it is on
 }
 
 // SigningAlgs are the JWS algorithms accepted for private_key_jwt (no "none", no HMAC).
@@ -57,6 +58,7 @@ func (s *Service) Metadata(w http.ResponseWriter, r *http.Request) {
 		IntrospectionEndpointAuthMethods:  introspectionAuthMethods(),
 		CodeChallengeMethodsSupported:     CodeChallengeMethods,
 		AuthorizationResponseIssParam:     true,
+		RegistrationEndpoint:              s.RegistrationEndpoint,
 	})
 }
 

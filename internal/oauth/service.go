@@ -51,6 +51,9 @@ type Service struct {
 	Log         *slog.Logger
 	// Flow is the authentication levels authflow decides with.
 	Flow authflow.Policy
+	// RegistrationEndpoint is the metadata's registration_endpoint (RFC
+	// 7591) while dynamic registration is on; "" leaves it out.
+	RegistrationEndpoint string
 
 	CodeLifetime        time.Duration // default 60 s
 	DeviceCodeLifetime  time.Duration // default 10 min
