@@ -70,7 +70,7 @@ func (h *Handler) caller(r *http.Request) (Actor, error) {
 	case errors.Is(err, clientauth.ErrUnauthenticated):
 		return a, &httpx.Error{Status: http.StatusUnauthorized, Code: "unauthorized",
 			Description: "HTTP basic credentials of an API user, or a bearer access token with scope " + APIScope + ", are required.",
-			Header: map[string]string{"WWW-Authenticate": `Basic realm="latchkey", Bearer realm="latchkey"`}, Cause: err}
+			Header:      map[string]string{"WWW-Authenticate": `Basic realm="latchkey", Bearer realm="latchkey"`}, Cause: err}
 	case errors.Is(err, clientauth.ErrForbidden):
 		return a, &httpx.Error{Status: http.StatusForbidden, Code: "forbidden",
 			Description: "The access token does not carry the scope " + APIScope + "."}

@@ -67,9 +67,9 @@ type Config struct {
 	// DynamicRegistration configures RFC 7591 registration at
 	// /oauth/register (off by default; docs/ADMIN.md).
 	DynamicRegistration DynamicRegistration `yaml:"dynamic_registration"`
-	Clients            []Client          `yaml:"clients"`
-	APIUsers           []APIUser         `yaml:"api_users"`
-	Persons            []Person          `yaml:"persons"`
+	Clients             []Client            `yaml:"clients"`
+	APIUsers            []APIUser           `yaml:"api_users"`
+	Persons             []Person            `yaml:"persons"`
 }
 
 // ProxyList is every trusted proxy: trusted_proxies joined with
