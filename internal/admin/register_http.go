@@ -77,15 +77,16 @@ func decodeMetadata(w http.ResponseWriter, r *http.Request) (Metadata, error) {
 // and update.
 type registeredView struct {
 	Metadata
-	RedirectURIs []string `json:"redirect_uris"`
-	GrantTypes   []string `json:"grant_types"`
+	RedirectURIs  []string `json:"redirect_uris"`
+	GrantTypes    []string `json:"grant_types"`
+	ResponseTypes []string `json:"response_types"`
 }
 
 func (h *Handler) writeRegistered(w http.ResponseWriter, status int, reg Registered) {
 	reg.RegistrationClientURI = h.Issuer + reg.ConfigPath
 	httpx.NoStore(w)
 	httpx.WriteJSON(w, status, registeredView{Metadata: reg.Metadata, RedirectURIs: nonNil(reg.RedirectURIs),
-		GrantTypes: nonNil(reg.GrantTypes)})
+		GrantTypes: nonNil(reg.GrantTypes), ResponseTypes: nonNil(reg.ResponseTypes)})
 }
 
 // Register is POST /oauth/register (RFC 7591 section 3).
