@@ -122,8 +122,9 @@ func etag(w http.ResponseWriter, c Client) {
 	}
 }
 
-// clientView is a client as read: never a secret or a secret's hash.
-type clientView struct {
+// ClientView is a client as the admin API and the CLI show it: never a
+// secret or a secret's hash, but the secret an answer generated.
+type ClientView struct {
 	ClientID                string          `json:"client_id"`
 	ClientSecret            string          `json:"client_secret,omitempty"` // only in the answer that generated it
 	Source                  string          `json:"source"`
@@ -150,12 +151,13 @@ type clientView struct {
 	UpdatedAt               string          `json:"updated_at,omitempty"`
 }
 
-func viewOf(c Client, secret string) clientView {
+// View is c as shown, with secret when the answer generated one.
+func View(c Client, secret string) ClientView {
 	format := c.AccessTokenFormat
 	if format == "" {
 		format = "opaque"
 	}
-	return clientView{ClientID: c.ID, ClientSecret: secret, Source: c.Source, Name: c.Name,
+	return ClientView{ClientID: c.ID, ClientSecret: secret, Source: c.Source, Name: c.Name,
 		TokenEndpointAuthMethod: c.TokenEndpointAuthMethod, JWKS: c.JWKS, JWKSURI: c.JWKSURI,
 		RedirectURIs: nonNil(c.RedirectURIs), GrantTypes: nonNil(c.GrantTypes), Scopes: nonNil(c.Scopes),
 		ConsentRequired: c.ConsentRequired, AllowPlainPKCE: c.AllowPlainPKCE,
@@ -208,7 +210,7 @@ func (h *Handler) CreateClient(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Location", PathClients+"/"+c.ID)
 	etag(w, c)
 	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusCreated, viewOf(c, secret))
+	httpx.WriteJSON(w, http.StatusCreated, View(c, secret))
 	return nil
 }
 
@@ -233,11 +235,11 @@ func (h *Handler) ListClients(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := struct {
-		Clients []clientView `json:"clients"`
+		Clients []ClientView `json:"clients"`
 		Total   int          `json:"total"`
-	}{Clients: make([]clientView, len(cs)), Total: total}
+	}{Clients: make([]ClientView, len(cs)), Total: total}
 	for i, c := range cs {
-		out.Clients[i] = viewOf(c, "")
+		out.Clients[i] = View(c, "")
 	}
 	httpx.NoStore(w)
 	httpx.WriteJSON(w, http.StatusOK, out)
@@ -266,7 +268,7 @@ func (h *Handler) GetClient(w http.ResponseWriter, r *http.Request) error {
 	}
 	etag(w, c)
 	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusOK, viewOf(c, ""))
+	httpx.WriteJSON(w, http.StatusOK, View(c, ""))
 	return nil
 }
 
@@ -291,7 +293,7 @@ func (h *Handler) PutClient(w http.ResponseWriter, r *http.Request) error {
 	}
 	etag(w, c)
 	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusOK, viewOf(c, secret))
+	httpx.WriteJSON(w, http.StatusOK, View(c, secret))
 	return nil
 }
 
@@ -338,7 +340,7 @@ func (h *Handler) RotateSecret(w http.ResponseWriter, r *http.Request) error {
 	}
 	etag(w, c)
 	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusOK, viewOf(c, secret))
+	httpx.WriteJSON(w, http.StatusOK, View(c, secret))
 	return nil
 }
 
