@@ -10,10 +10,11 @@ CREATE TABLE client_generation (
     generation BIGINT NOT NULL
 );
 INSERT INTO client_generation (id, generation) VALUES (1, 1);
--- Deleting a client revokes its grants in the deleting transaction.
-CREATE INDEX grants_client ON grants (client_id);
+-- Deleting a client revokes its grants in the deleting transaction. IF NOT
+-- EXISTS: on a large PostgreSQL the operator may build it CONCURRENTLY first.
+CREATE INDEX IF NOT EXISTS grants_client ON grants (client_id);
 -- GET /api/v1/persons?email= looks in every partition.
-CREATE INDEX persons_email ON persons (email_lower);
+CREATE INDEX IF NOT EXISTS persons_email ON persons (email_lower);
 -- Erasing a person deletes their mails (sent ones are kept a week, with
 -- the recipient's address).
-CREATE INDEX outbox_person ON outbox (person_id) WHERE person_id <> '';
+CREATE INDEX IF NOT EXISTS outbox_person ON outbox (person_id) WHERE person_id <> '';
