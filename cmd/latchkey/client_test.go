@@ -164,8 +164,10 @@ func TestClientCommandsBesideRunningServers(t *testing.T) {
 		tok, _ := v["access_token"].(string)
 		return tok
 	}
-	if form(secret) == "" || form(secret) == "" { // the second from the server's cache
-		t.Fatal("the created client gets no token")
+	for range 2 { // the second answer from the server's cache
+		if form(secret) == "" {
+			t.Fatal("the created client gets no token")
+		}
 	}
 	code, out, errs = runCLI("client", "rotate-secret", "svc", "--config", cfg)
 	fresh := secretLine.FindString(out)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
@@ -376,14 +375,4 @@ func formatDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
-}
-
-// containsAll reports whether every item of sub is in set.
-func containsAll(set, sub []string) bool {
-	for _, v := range sub {
-		if !slices.Contains(set, v) {
-			return false
-		}
-	}
-	return true
 }
