@@ -56,7 +56,8 @@ func (h *Handler) caller(r *http.Request) (Actor, error) {
 		a.Name, err = h.Users.Verify(r)
 	case len(authz) > 7 && strings.EqualFold(authz[:7], "bearer "):
 		var c store.Client
-		c, err = h.Auth.APICaller(r, h.Issuer+PathClients, APIScope, h.Tokens)
+		// A client assertion's audience may be the issuer or this URL.
+		c, err = h.Auth.APICaller(r, h.Issuer+r.URL.Path, APIScope, h.Tokens)
 		a.Name = c.ID
 	default:
 		err = clientauth.ErrUnauthenticated
