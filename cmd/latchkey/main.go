@@ -3,6 +3,7 @@
 //	latchkey serve [--config FILE] [--demo]
 //	latchkey migrate [--config FILE]
 //	latchkey person show|block|unblock|delete ...
+//	latchkey client create|list|show|delete|rotate-secret ...
 //	latchkey keys list|rotate [--config FILE]
 //	latchkey backup [--config FILE] OUT
 //	latchkey version
@@ -43,6 +44,15 @@ const usage = `usage:
   latchkey person block|unblock|delete EMAIL_OR_ID [--config FILE] [--partition P]
                                             block (revoking every session and token),
                                             unblock or delete a person
+  latchkey client list [--config FILE]      list the clients: the config file's and the stored ones
+  latchkey client show CLIENT_ID [--config FILE]
+                                            show a client (never a secret)
+  latchkey client create [--file F|-] [--id ID] [--name N] [--auth-method M]
+                         [--grant-types a,b] [--scopes a,b] [--redirect-uris a,b] [--config FILE]
+                                            create a client (JSON as POST /api/v1/clients); prints a generated secret once
+  latchkey client delete|rotate-secret CLIENT_ID [--config FILE]
+                                            delete (revoking its tokens) or give a new secret
+                                            (PostgreSQL: beside running servers; SQLite: server stopped, or the admin API)
   latchkey keys list [--config FILE]        list the signing keys (no key material)
   latchkey keys rotate [--config FILE]      add a signing key now; it signs after oidc.key_publish_ahead
                                             (PostgreSQL: beside running servers; SQLite: server stopped)
@@ -70,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = personCmd(ctx, args[1:], stdout)
 	case "keys":
 		err = keysCmd(ctx, args[1:], stdout)
+	case "client":
+		err = clientCmd(ctx, args[1:], os.Stdin, stdout)
 	case "bench":
 		err = benchCmd(ctx, args[1:], stdout)
 	case "backup":

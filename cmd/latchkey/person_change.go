@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/admin"
 	"github.com/latchkey/latchkey/internal/cimconfig"
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
@@ -24,7 +26,8 @@ import (
 // personChangeCmd is "latchkey person block|unblock|delete EMAIL_OR_ID
 // [--config FILE] [--partition P]". Blocking and deleting revoke every
 // session, grant and token of the person in the transaction that changes
-// the person (identity.SetStatus, identity.DeletePerson).
+// the person (identity.SetStatus; admin.Service.ErasePerson, the erasure
+// of the admin API).
 func personChangeCmd(ctx context.Context, verb string, args []string, stdout io.Writer) error {
 	fs := flags("person " + verb)
 	path := fs.String("config", "", "YAML config `file`")
@@ -82,14 +85,19 @@ func personChangeCmd(ctx context.Context, verb string, args []string, stdout io.
 		fmt.Fprintf(stdout, "unblocked %s: status %s -> %s; tokens revoked by the block stay revoked\n",
 			who, p.Status, identity.StatusActivated)
 	case "delete":
-		if svc.OnDelete, err = accountRemovedMail(ctx, cfg, st); err != nil {
-			return err
-		}
-		r, err := svc.DeletePerson(ctx, p.ID, agent)
+		// The erasure of the admin API (docs/ADMIN.md): the events keep the
+		// person's id and lose every personal datum; the account_removed
+		// mail, when on, is written in the same transaction.
+		removed, err := accountRemovedMail(ctx, cfg, st)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "deleted %s: %s\n", who, revoked(r))
+		adm := &admin.Service{Store: client.NewStatic(st, nil), Events: events.NewRecorder(), Now: time.Now, AccountRemoved: removed}
+		r, err := adm.ErasePerson(ctx, admin.Actor{Name: agent}, p.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "deleted %s: %s; the events keep the id, no personal data\n", who, revoked(r))
 	}
 	return nil
 }

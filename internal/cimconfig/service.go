@@ -91,6 +91,11 @@ func (s *Snapshot) ConfigurationAPIEnabled() bool {
 	return s.Features == nil || s.Features.ConfigurationAPIEnabled == nil || *s.Features.ConfigurationAPIEnabled
 }
 
+// PersonAPIEnabled: on unless switched off (the admin API's persons).
+func (s *Snapshot) PersonAPIEnabled() bool {
+	return s.Features == nil || s.Features.PersonAPIEnabled == nil || *s.Features.PersonAPIEnabled
+}
+
 // EventsAPIEnabled: on unless switched off.
 func (s *Snapshot) EventsAPIEnabled() bool {
 	return s.Features == nil || s.Features.EventsAPIEnabled == nil || *s.Features.EventsAPIEnabled

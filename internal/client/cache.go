@@ -13,32 +13,59 @@ type Source interface {
 	GetClient(ctx context.Context, id string) (store.Client, error)
 }
 
-// Cache keeps clients read from Source for TTL, so the hot paths (token,
-// introspection: two client reads each) do not read the store for every
-// request. A client written through this instance is dropped at once
-// (Forget, which Static.Changed calls); other instances see a change
-// within TTL. Unknown ids are not cached, so random ids cannot grow it.
+// Cache keeps clients read from Source, so the hot paths (token,
+// introspection: two client reads each) do not read and decode a client
+// row for every request. A change takes effect at once:
+//
+//   - A client written through this instance is dropped when the write's
+//     transaction has ended (Forget, which Static calls); a read that
+//     overlapped a Forget is not kept.
+//   - With Generation set (a store that other instances write: PostgreSQL)
+//     every lookup first reads the store's client generation, which every
+//     client write bumps in its transaction, and an entry read under an
+//     older generation is read again. Fresh shares one generation read
+//     among the lookups that wait for it, and each lookup gets a read that
+//     began after the lookup did: a write that committed before a request
+//     started is never hidden from it.
+//
+// TTL bounds an entry's life besides. Unknown ids are not cached, so
+// random ids cannot grow it.
 type Cache struct {
 	Source Source
 	TTL    time.Duration
 	Now    func() time.Time
+	// Generation reads the store's client generation (nil: the store is
+	// written by this process only, SQLite, and Forget is told of every
+	// write).
+	Generation func(ctx context.Context) (int64, error)
 
 	mu      sync.RWMutex
+	seq     uint64 // counts Forget calls
 	entries map[string]cachedClient
 }
 
 type cachedClient struct {
 	c       store.Client
 	expires time.Time
+	gen     int64
 }
 
 // GetClient returns the cached client or reads it from Source.
 func (cc *Cache) GetClient(ctx context.Context, id string) (store.Client, error) {
+	var gen int64
+	if cc.Generation != nil {
+		// Before the client is read: an entry is never newer than its tag.
+		var err error
+		if gen, err = cc.Generation(ctx); err != nil {
+			return store.Client{}, err
+		}
+	}
 	now := cc.Now()
 	cc.mu.RLock()
 	e, ok := cc.entries[id]
+	seq := cc.seq
 	cc.mu.RUnlock()
-	if ok && now.Before(e.expires) {
+	if ok && now.Before(e.expires) && e.gen == gen {
 		return e.c, nil
 	}
 	c, err := cc.Source.GetClient(ctx, id)
@@ -46,10 +73,12 @@ func (cc *Cache) GetClient(ctx context.Context, id string) (store.Client, error)
 		return c, err
 	}
 	cc.mu.Lock()
-	if cc.entries == nil {
-		cc.entries = map[string]cachedClient{}
+	if cc.seq == seq { // no Forget since the read began
+		if cc.entries == nil {
+			cc.entries = map[string]cachedClient{}
+		}
+		cc.entries[id] = cachedClient{c: c, expires: now.Add(cc.TTL), gen: gen}
 	}
-	cc.entries[id] = cachedClient{c: c, expires: now.Add(cc.TTL)}
 	cc.mu.Unlock()
 	return c, nil
 }
@@ -58,6 +87,7 @@ func (cc *Cache) GetClient(ctx context.Context, id string) (store.Client, error)
 // none is named.
 func (cc *Cache) Forget(ids ...string) {
 	cc.mu.Lock()
+	cc.seq++
 	if len(ids) == 0 {
 		cc.entries = nil
 	}
@@ -65,4 +95,68 @@ func (cc *Cache) Forget(ids ...string) {
 		delete(cc.entries, id)
 	}
 	cc.mu.Unlock()
+}
+
+// Fresh answers, to every caller, a value read after the caller arrived,
+// sharing reads between callers: a caller that finds no read in flight
+// reads at once; callers that arrive while one is in flight share the
+// next read, which starts when that one ends. Under load the store sees
+// about one read per round trip, whatever the request rate.
+type Fresh struct {
+	Read    func(ctx context.Context) (int64, error)
+	Timeout time.Duration // of one read; default 5 s
+
+	mu      sync.Mutex
+	running bool
+	next    *freshRead // the read the callers that arrived during the running one wait for
+}
+
+type freshRead struct {
+	done chan struct{}
+	v    int64
+	err  error
+}
+
+// Get returns a value read after Get was called.
+func (f *Fresh) Get(ctx context.Context) (int64, error) {
+	f.mu.Lock()
+	if !f.running {
+		f.running = true
+		f.mu.Unlock()
+		r := &freshRead{done: make(chan struct{})}
+		f.read(r)
+		return r.v, r.err
+	}
+	if f.next == nil {
+		f.next = &freshRead{done: make(chan struct{})}
+	}
+	r := f.next
+	f.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// read runs r, then hands over to the next read, if callers wait for one.
+// A read serves many callers, so no caller's context cancels it.
+func (f *Fresh) read(r *freshRead) {
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	r.v, r.err = f.Read(ctx)
+	cancel()
+	close(r.done)
+	f.mu.Lock()
+	next := f.next
+	f.next = nil
+	f.running = next != nil
+	f.mu.Unlock()
+	if next != nil {
+		go f.read(next)
+	}
 }

@@ -3,6 +3,9 @@ package client
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,4 +56,110 @@ func TestCache(t *testing.T) {
 	if _, _ = cc.GetClient(ctx, "a"); src.reads != 5 {
 		t.Errorf("Forget kept the entry: %d reads", src.reads)
 	}
+}
+
+// TestCacheGeneration: with a generation, an entry read under an older one
+// is read again; a read that overlapped a Forget is not kept.
+func TestCacheGeneration(t *testing.T) {
+	src := &countingSource{clients: map[string]store.Client{"a": {ID: "a", Name: "A"}}}
+	gen := int64(1)
+	now := time.Now()
+	cc := &Cache{Source: src, TTL: time.Hour, Now: func() time.Time { return now },
+		Generation: func(context.Context) (int64, error) { return gen, nil }}
+	ctx := context.Background()
+	for range 2 {
+		if c, _ := cc.GetClient(ctx, "a"); c.Name != "A" {
+			t.Fatalf("%+v", c)
+		}
+	}
+	if src.reads != 1 {
+		t.Fatalf("%d reads under one generation, want 1", src.reads)
+	}
+	src.clients["a"] = store.Client{ID: "a", Name: "A2"} // another instance wrote it
+	gen++
+	if c, _ := cc.GetClient(ctx, "a"); c.Name != "A2" || src.reads != 2 {
+		t.Errorf("after the generation moved: %+v, %d reads", c, src.reads)
+	}
+	boom := errors.New("store down")
+	cc.Generation = func(context.Context) (int64, error) { return 0, boom }
+	if _, err := cc.GetClient(ctx, "a"); !errors.Is(err, boom) {
+		t.Errorf("a failed generation read: %v, want its error (never a stale answer)", err)
+	}
+}
+
+// forgettingSource calls Forget while a read is in flight.
+type forgettingSource struct {
+	cc *Cache
+	n  int
+}
+
+func (s *forgettingSource) GetClient(_ context.Context, id string) (store.Client, error) {
+	s.n++
+	s.cc.Forget(id) // a write through this instance commits during the read
+	return store.Client{ID: id, Name: "old"}, nil
+}
+
+func TestCacheKeepsNoReadThatOverlappedAForget(t *testing.T) {
+	src := &forgettingSource{}
+	cc := &Cache{Source: src, TTL: time.Hour, Now: time.Now}
+	src.cc = cc
+	for range 2 {
+		if _, err := cc.GetClient(context.Background(), "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if src.n != 2 {
+		t.Errorf("%d reads: a read that overlapped a Forget was kept", src.n)
+	}
+}
+
+// TestFreshReadsAfterEveryCaller: each caller gets a value read after it
+// arrived (so at least the writes that committed before), and concurrent
+// callers share reads.
+func TestFreshReadsAfterEveryCaller(t *testing.T) {
+	var committed, reads atomic.Int64
+	f := &Fresh{Read: func(context.Context) (int64, error) {
+		reads.Add(1)
+		v := committed.Load()
+		time.Sleep(time.Millisecond) // a round trip
+		return v, nil
+	}}
+	var wg sync.WaitGroup
+	const callers, calls = 16, 50
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range calls {
+				w := committed.Add(1) // a write that commits before the call
+				v, err := f.Get(context.Background())
+				if err != nil || v < w {
+					t.Errorf("Get = %d, %v after the write %d committed", v, err, w)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := reads.Load(); n >= callers*calls {
+		t.Errorf("%d reads for %d calls: none shared", n, callers*calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	block := make(chan struct{})
+	f = &Fresh{Read: func(context.Context) (int64, error) { <-block; return 1, nil }}
+	go func() { _, _ = f.Get(context.Background()) }()
+	for { // wait until the first read runs, so the next caller waits for another
+		f.mu.Lock()
+		running := f.running
+		f.mu.Unlock()
+		if running {
+			break
+		}
+		runtime.Gosched()
+	}
+	if _, err := f.Get(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("a canceled caller: %v", err)
+	}
+	close(block)
 }

@@ -7,7 +7,6 @@ package client
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -66,8 +65,23 @@ func AllowsGrant(c store.Client, g string) bool { return slices.Contains(c.Grant
 // client's members, with the secret in the clear instead of its hash.
 // Validate checks it, Stored turns it into the stored client.
 type Registration struct {
-	store.Client        // SecretHash is ignored: Stored sets it from Secret
-	Secret       string // high-entropy secret, kept only as a keyed hash
+	// SecretHash is kept when Secret is empty: an update that leaves a
+	// stored client's secret as it is.
+	store.Client
+	Secret string // high-entropy secret, kept only as a keyed hash
+}
+
+// FieldError is a rule a registration breaks, naming the member as the
+// config file and the admin API spell it.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Msg }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // DefaultAuthMethod is the method of a registration that names none: keys
@@ -94,99 +108,99 @@ const MinSecretLength = 16
 func (r Registration) Validate() error {
 	if r.ID == "" || len(r.ID) > 255 || !printableASCII(r.ID) || strings.Contains(r.ID, ":") {
 		// ':' would make client_secret_basic ambiguous (RFC 6749 section 2.3.1).
-		return fmt.Errorf("client_id %q must be 1-255 printable ASCII characters without ':'", r.ID)
+		return fieldErr("client_id", "client_id %q must be 1-255 printable ASCII characters without ':'", r.ID)
 	}
 	if err := r.validateCredentials(); err != nil {
 		return err
 	}
 	for _, g := range r.GrantTypes {
 		if !slices.Contains(GrantTypes, g) {
-			return fmt.Errorf("grant_types: %q is not a known grant type", g)
+			return fieldErr("grant_types", "grant_types: %q is not a known grant type", g)
 		}
 		if g == GrantClientCredentials && r.TokenEndpointAuthMethod == AuthNone {
-			return errors.New("grant_types: a public client cannot use client_credentials (RFC 6749 section 4.4)")
+			return fieldErr("grant_types", "grant_types: a public client cannot use client_credentials (RFC 6749 section 4.4)")
 		}
 	}
 	if r.IntrospectAnyToken && r.TokenEndpointAuthMethod == AuthNone {
-		return errors.New("introspect_any_token: a public client cannot introspect (RFC 7662 section 2.1)")
+		return fieldErr("introspect_any_token", "introspect_any_token: a public client cannot introspect (RFC 7662 section 2.1)")
 	}
 	for _, id := range r.DeviceApprovalClients {
 		if id == "" || id == r.ID {
-			return fmt.Errorf("device_approval_clients: %q must name another client", id)
+			return fieldErr("device_approval_clients", "device_approval_clients: %q must name another client", id)
 		}
 	}
 	for _, u := range r.RedirectURIs {
 		if err := ValidateRedirectURI(u); err != nil {
-			return fmt.Errorf("redirect_uris: %w", err)
+			return fieldErr("redirect_uris", "redirect_uris: %v", err)
 		}
 	}
 	for _, u := range r.PostLogoutRedirectURIs {
 		if err := ValidateRedirectURI(u); err != nil {
-			return fmt.Errorf("post_logout_redirect_uris: %w", err)
+			return fieldErr("post_logout_redirect_uris", "post_logout_redirect_uris: %v", err)
 		}
 	}
 	if f := r.AccessTokenFormat; f != "" && f != FormatOpaque && f != FormatJWT {
-		return fmt.Errorf("access_token_format %q is not one of %s, %s", f, FormatOpaque, FormatJWT)
+		return fieldErr("access_token_format", "access_token_format %q is not one of %s, %s", f, FormatOpaque, FormatJWT)
 	}
 	needsRedirect := slices.Contains(r.GrantTypes, GrantAuthorizationCode) || slices.Contains(r.GrantTypes, GrantImplicit)
 	if needsRedirect && len(r.RedirectURIs) == 0 {
-		return errors.New("redirect_uris: the authorization_code grant needs at least one redirect URI")
+		return fieldErr("redirect_uris", "redirect_uris: the authorization_code grant needs at least one redirect URI")
 	}
 	for _, s := range r.Scopes {
 		if !ValidScopeToken(s) {
-			return fmt.Errorf("scopes: %q is not a valid scope token (RFC 6749 section 3.3)", s)
+			return fieldErr("scopes", "scopes: %q is not a valid scope token (RFC 6749 section 3.3)", s)
 		}
 	}
 	if r.AccessTokenLifetime <= 0 || r.RefreshTokenLifetime <= 0 {
-		return errors.New("token lifetimes must be positive")
+		return fieldErr("access_token_lifetime", "token lifetimes must be positive")
 	}
 	if r.AppPlatform != "" && !slices.Contains(Platforms, r.AppPlatform) {
-		return fmt.Errorf("app_platform %q is not one of %s", r.AppPlatform, strings.Join(Platforms, ", "))
+		return fieldErr("app_platform", "app_platform %q is not one of %s", r.AppPlatform, strings.Join(Platforms, ", "))
 	}
 	return nil
 }
 
 // validateCredentials: exactly the credential the method uses.
 func (r Registration) validateCredentials() error {
-	secret := r.Secret != "" || r.SecretPHC != ""
+	secret := r.Secret != "" || r.SecretPHC != "" || len(r.SecretHash) > 0
 	if r.Secret != "" && r.SecretPHC != "" {
-		return errors.New("set client_secret or client_secret_hash, not both")
+		return fieldErr("client_secret", "set client_secret or client_secret_hash, not both")
 	}
 	if r.SecretPHC != "" && !strings.HasPrefix(r.SecretPHC, "$") {
-		return errors.New("client_secret_hash must be a PHC string ($argon2id$..., $2b$..., $pbkdf2-sha256$...)")
+		return fieldErr("client_secret_hash", "client_secret_hash must be a PHC string ($argon2id$..., $2b$..., $pbkdf2-sha256$...)")
 	}
 	if r.Secret != "" && len(r.Secret) < MinSecretLength {
-		return fmt.Errorf("client_secret must be at least %d characters (use a long random value)", MinSecretLength)
+		return fieldErr("client_secret", "client_secret must be at least %d characters (use a long random value)", MinSecretLength)
 	}
 	keys := len(r.JWKS) > 0 || r.JWKSURI != ""
 	if len(r.JWKS) > 0 && r.JWKSURI != "" {
-		return errors.New("set jwks or jwks_uri, not both")
+		return fieldErr("jwks", "set jwks or jwks_uri, not both")
 	}
 	switch r.TokenEndpointAuthMethod {
 	case AuthClientSecretBasic, AuthClientSecretPost:
 		if !secret {
-			return fmt.Errorf("token_endpoint_auth_method %s needs client_secret or client_secret_hash", r.TokenEndpointAuthMethod)
+			return fieldErr("token_endpoint_auth_method", "token_endpoint_auth_method %s needs client_secret or client_secret_hash", r.TokenEndpointAuthMethod)
 		}
 		if keys {
-			return fmt.Errorf("token_endpoint_auth_method %s does not use jwks", r.TokenEndpointAuthMethod)
+			return fieldErr("token_endpoint_auth_method", "token_endpoint_auth_method %s does not use jwks", r.TokenEndpointAuthMethod)
 		}
 	case AuthPrivateKeyJWT:
 		if !keys {
-			return errors.New("token_endpoint_auth_method private_key_jwt needs jwks or jwks_uri")
+			return fieldErr("token_endpoint_auth_method", "token_endpoint_auth_method private_key_jwt needs jwks or jwks_uri")
 		}
 		if secret {
-			return errors.New("token_endpoint_auth_method private_key_jwt does not use a client secret")
+			return fieldErr("token_endpoint_auth_method", "token_endpoint_auth_method private_key_jwt does not use a client secret")
 		}
 	case AuthNone:
 		if secret || keys {
-			return errors.New("token_endpoint_auth_method none (public client) takes no secret and no jwks")
+			return fieldErr("token_endpoint_auth_method", "token_endpoint_auth_method none (public client) takes no secret and no jwks")
 		}
 	default:
-		return fmt.Errorf("token_endpoint_auth_method %q is not one of %s", r.TokenEndpointAuthMethod, strings.Join(AuthMethods, ", "))
+		return fieldErr("token_endpoint_auth_method", "token_endpoint_auth_method %q is not one of %s", r.TokenEndpointAuthMethod, strings.Join(AuthMethods, ", "))
 	}
 	if r.JWKSURI != "" {
 		if u, err := url.Parse(r.JWKSURI); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
-			return fmt.Errorf("jwks_uri %q is not an absolute http(s) URL", r.JWKSURI)
+			return fieldErr("jwks_uri", "jwks_uri %q is not an absolute http(s) URL", r.JWKSURI)
 		}
 	}
 	if len(r.JWKS) > 0 {
@@ -194,7 +208,7 @@ func (r Registration) validateCredentials() error {
 			Keys []json.RawMessage `json:"keys"`
 		}
 		if err := json.Unmarshal(r.JWKS, &set); err != nil || len(set.Keys) == 0 {
-			return errors.New(`jwks must be a JSON Web Key Set with a non-empty "keys" list`)
+			return fieldErr("jwks", `jwks must be a JSON Web Key Set with a non-empty "keys" list`)
 		}
 	}
 	return nil
@@ -204,7 +218,6 @@ func (r Registration) validateCredentials() error {
 // into its keyed hash (the secret itself is never stored).
 func (r Registration) Stored(hashSecret func(secret string) []byte) store.Client {
 	c := r.Client
-	c.SecretHash = nil
 	if r.Secret != "" {
 		c.SecretHash = hashSecret(r.Secret)
 	}

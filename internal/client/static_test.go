@@ -40,7 +40,7 @@ func TestStaticClientsAreAReadOnlyLayer(t *testing.T) {
 	if err := layer.UpsertClient(ctx, store.Client{ID: "web"}); !errors.Is(err, client.ErrReadOnly) {
 		t.Errorf("writing a file client: %v, want ErrReadOnly", err)
 	}
-	if err := layer.DeleteClient(ctx, "web"); !errors.Is(err, client.ErrReadOnly) {
+	if _, err := layer.DeleteClient(ctx, "web", time.Now()); !errors.Is(err, client.ErrReadOnly) {
 		t.Errorf("deleting a file client: %v, want ErrReadOnly", err)
 	}
 	runtime.Name = "Renamed"

@@ -98,6 +98,23 @@ func (b *BasicUsers) Guard(w http.ResponseWriter, r *http.Request) (user string,
 
 var errBadBasic = errors.New("clientauth: wrong basic credentials")
 
+// Verify checks r's basic credentials as Guard does, under the same
+// throttles, without answering: ErrUnauthenticated for missing or wrong
+// credentials, ErrThrottled (RetryAfter says how long) for a throttled
+// caller, any other error for a store failure.
+func (b *BasicUsers) Verify(r *http.Request) (string, error) {
+	user, retry, err := b.check(r)
+	switch {
+	case err == nil:
+		return user, nil
+	case retry > 0:
+		return "", throttledError(retry, true)
+	case errors.Is(err, errBadBasic):
+		return "", ErrUnauthenticated
+	}
+	return "", err
+}
+
 func (b *BasicUsers) check(r *http.Request) (string, time.Duration, error) {
 	user, pass, ok := r.BasicAuth()
 	if !ok || user == "" {

@@ -64,9 +64,12 @@ type Config struct {
 	BreachedPasswords  BreachedPasswords `yaml:"breached_passwords"`
 	OIDC               OIDC              `yaml:"oidc"`
 	SMTP               SMTP              `yaml:"smtp"`
-	Clients            []Client          `yaml:"clients"`
-	APIUsers           []APIUser         `yaml:"api_users"`
-	Persons            []Person          `yaml:"persons"`
+	// DynamicRegistration configures RFC 7591 registration at
+	// /oauth/register (off by default; docs/ADMIN.md).
+	DynamicRegistration DynamicRegistration `yaml:"dynamic_registration"`
+	Clients             []Client            `yaml:"clients"`
+	APIUsers            []APIUser           `yaml:"api_users"`
+	Persons             []Person            `yaml:"persons"`
 }
 
 // ProxyList is every trusted proxy: trusted_proxies joined with
@@ -96,8 +99,18 @@ type Shutdown struct {
 }
 
 // AdminGroups are the API groups admin_apis may move to admin_listen
-// (internal/server/routes.go registers each route under its group).
-var AdminGroups = []string{"configuration", "scopes", "import", "events"}
+// (internal/server/routes.go registers each route under its group); admin
+// is the admin API of clients and persons (/api/v1/clients, /api/v1/persons).
+var AdminGroups = []string{"configuration", "scopes", "import", "events", "admin"}
+
+// DynamicRegistration configures dynamic client registration (RFC 7591,
+// RFC 7592; docs/ADMIN.md).
+type DynamicRegistration struct {
+	Enabled bool `yaml:"enabled"`
+	// InitialAccessToken, when set, must be sent as a bearer token to
+	// register; empty: anyone may register (throttled per address).
+	InitialAccessToken string `yaml:"initial_access_token"`
+}
 
 // Metrics configures /metrics (docs/DEPLOY.md, "Metrics").
 type Metrics struct {
@@ -130,6 +143,9 @@ type Features struct {
 	EventsAPIEnabled *bool `yaml:"events_api_enabled"`
 	// ConfigurationAPIEnabled turns the configuration API on or off.
 	ConfigurationAPIEnabled *bool `yaml:"configuration_api_enabled"`
+	// PersonAPIEnabled turns the admin API's persons (/api/v1/persons) on
+	// or off.
+	PersonAPIEnabled *bool `yaml:"person_api_enabled"`
 }
 
 // BreachedPasswords configures the breached-password service that the
@@ -483,6 +499,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.SMTP.validate(); err != nil {
 		return err
+	}
+	if t := c.DynamicRegistration.InitialAccessToken; t != "" && len(t) < 16 {
+		return errors.New("dynamic_registration.initial_access_token: at least 16 characters (a long random value)")
 	}
 	switch c.Log.Format {
 	case "text", "json":

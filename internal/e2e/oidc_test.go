@@ -49,7 +49,7 @@ func oidcTestConfig(redirect, alg string) *config.Config {
 				GrantTypes: []string{client.GrantAuthorizationCode}, Scopes: []string{"read"}, ConsentRequired: boolPtr(true)},
 			{ClientID: "api", Name: "API client", ClientSecret: apiSecret, AccessTokenFormat: client.FormatJWT,
 				TokenEndpointAuthMethod: client.AuthClientSecretBasic, GrantTypes: []string{client.GrantClientCredentials},
-				Scopes: []string{"read"}, IntrospectAnyToken: true},
+				Scopes: []string{"read", "vendor_api_config"}, IntrospectAnyToken: true},
 		},
 		Persons: []config.Person{{Email: personEmail, Password: personPass, FirstName: "Jane", LastName: "Doe"}},
 	}
@@ -333,6 +333,36 @@ func TestOpenIDConnectAlgorithms(t *testing.T) {
 				}
 				if got := e.introspect(t, at.AccessToken); got["active"] != true {
 					t.Fatalf("introspection of the JWT access token: %v", got)
+				}
+				// A JWT access token is a bearer credential of the client APIs too.
+				cc.Scopes = []string{"vendor_api_config"}
+				apiTok, err := cc.Token(e.ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				scopesAPI := func() int {
+					req, _ := http.NewRequest("GET", e.s.URL+"/api/v1/configuration/scopes", nil)
+					req.Header.Set("Authorization", "Bearer "+apiTok.AccessToken)
+					resp, err := e.s.Client().Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					return resp.StatusCode
+				}
+				if got := scopesAPI(); got != http.StatusOK {
+					t.Errorf("the scopes API with a JWT access token: %d, want 200", got)
+				}
+				revokeReq, _ := http.NewRequest("POST", e.s.URL+"/oauth/revoke", strings.NewReader(url.Values{"token": {apiTok.AccessToken}}.Encode()))
+				revokeReq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				revokeReq.SetBasicAuth("api", apiSecret)
+				if resp, err := e.s.Client().Do(revokeReq); err != nil {
+					t.Fatal(err)
+				} else {
+					resp.Body.Close()
+				}
+				if got := scopesAPI(); got != http.StatusUnauthorized {
+					t.Errorf("the scopes API with a revoked JWT access token: %d, want 401", got)
 				}
 				form := url.Values{"token": {at.AccessToken}}
 				req, _ := http.NewRequest("POST", e.s.URL+"/oauth/revoke", strings.NewReader(form.Encode()))

@@ -110,6 +110,21 @@ const (
 	AdminExtensionEngineReloaded = "ADMIN_SYSTEM_EXTENSION_ENGINE_CONFIG_UPDATED"
 )
 
+// OAuth events: the admin API's clients (docs/ADMIN.md), with the admin as
+// event_agent_user, and dynamic client registration (RFC 7591, RFC 7592).
+const (
+	AdminClientCreated = "ADMIN_CLIENT_CREATED" // latchkey's own: the catalogue's ADMIN_API_CLIENT_CREATED is a client of its admin API
+	AdminClientUpdated = "ADMIN_CLIENT_UPDATED" // also a rotated secret
+	AdminClientDeleted = "ADMIN_CLIENT_DELETED"
+
+	DynamicRegSuccess         = "DYNAMIC_REG_SUCCESS"
+	DynamicRegDisabled        = "DYNAMIC_REG_NEW_REGISTRATIONS_DISABLED"
+	DynamicRegInvalidHeader   = "DYNAMIC_REG_INVALID_HEADER" // a missing or wrong initial access or registration access token
+	DynamicRegInvalidMetadata = "DYNAMIC_REG_FAILED_INVALID_METADATA"
+	DynamicUpdateSuccess      = "DYNAMIC_UP_SUCCESS"
+	DynamicUpdateFailed       = "DYNAMIC_UP_FAILED"
+)
+
 // Person event types (package.ClassName form of the spec) and their names.
 const (
 	PersonCreated = "person.PersonCreatedEvent"

@@ -128,7 +128,19 @@ const (
 	PersonNotificationFailed     = "person.NotificationFailedEvent"
 )
 
+// Person events of the admin API (issue 21, docs/ADMIN.md).
+const (
+	PersonBlocked       = "person.PersonBlockedEvent"
+	PersonUnblocked     = "person.PersonUnblockedEvent"
+	PersonErased        = "person.PersonErasedEvent" // the right to erasure: the person ID is all the events keep
+	PersonSessionsEnded = "person.PersonSessionsEndedEvent"
+)
+
 func init() {
+	for typ, name := range map[string]string{PersonBlocked: "Person Blocked", PersonUnblocked: "Person Unblocked",
+		PersonErased: "Person Erased", PersonSessionsEnded: "Person Sessions Ended"} {
+		personNames[typ] = name
+	}
 	for typ, name := range map[string]string{PersonActivated: "Person Activated", PersonInvitationSent: "Invitation Sent",
 		PersonPasswordResetRequested: "Password Reset Requested", PersonPasswordReset: "Password Reset",
 		PersonNotificationSent: "Notification Sent", PersonNotificationFailed: "Notification Failed"} {

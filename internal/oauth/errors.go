@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/httpx"
 )
@@ -28,6 +29,11 @@ func newError(code, desc string) *Error { return &Error{Code: code, Description:
 // for invalid_client, 500 for server_error. Any other error goes on as it
 // is: an *httpx.Error of a handler, or a 500 the adapter logs.
 func answer(err error) error {
+	if errors.Is(err, client.ErrGone) {
+		// Deleted while its token was being issued (client.Static.CreateGrant).
+		return &httpx.Error{Status: http.StatusUnauthorized, Code: ErrInvalidClient,
+			Description: "The client does not exist.", Cause: err}
+	}
 	var e *Error
 	if err == nil || !errors.As(err, &e) {
 		return err

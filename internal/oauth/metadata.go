@@ -42,9 +42,10 @@ type Metadata struct {
 	AuthorizationResponseIssParam     bool     `json:"authorization_response_iss_parameter_supported"`
 	// Discovery's defaults are true for request_uri_parameter_supported:
 	// say plainly that none of these is supported.
-	ClaimsParameterSupported     *bool `json:"claims_parameter_supported,omitempty"`
-	RequestParameterSupported    *bool `json:"request_parameter_supported,omitempty"`
-	RequestURIParameterSupported *bool `json:"request_uri_parameter_supported,omitempty"`
+	ClaimsParameterSupported     *bool  `json:"claims_parameter_supported,omitempty"`
+	RequestParameterSupported    *bool  `json:"request_parameter_supported,omitempty"`
+	RequestURIParameterSupported *bool  `json:"request_uri_parameter_supported,omitempty"`
+	RegistrationEndpoint         string `json:"registration_endpoint,omitempty"` // RFC 7591, while it is on
 }
 
 // SigningAlgs are the JWS algorithms accepted for private_key_jwt (no "none", no HMAC).
@@ -92,6 +93,7 @@ func (s *Service) BuildMetadata(ctx context.Context) (Metadata, error) {
 		IntrospectionEndpointAuthMethods:  introspectionAuthMethods(),
 		CodeChallengeMethodsSupported:     CodeChallengeMethods,
 		AuthorizationResponseIssParam:     true,
+		RegistrationEndpoint:              s.RegistrationEndpoint,
 	}
 	if s.Keys != nil {
 		algs, err := s.Keys.PublishedAlgorithms(ctx)

@@ -62,6 +62,9 @@ type Service struct {
 	// code's level, the step-up strategy, whether activation is required);
 	// nil: Flow alone. Policy calls it.
 	Settings func(ctx context.Context, base authflow.Policy) (authflow.Policy, error)
+	// RegistrationEndpoint is the metadata's registration_endpoint (RFC
+	// 7591) while dynamic registration is on; "" leaves it out.
+	RegistrationEndpoint string
 
 	CodeLifetime        time.Duration // default 60 s
 	DeviceCodeLifetime  time.Duration // default 10 min

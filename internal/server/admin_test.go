@@ -39,7 +39,7 @@ func body(t *testing.T, c *http.Client, method, u string, form url.Values) (int,
 // admin_apis answer on the admin address only; the public one answers 404
 // for them and keeps every other route.
 func TestAdminListenMovesOperatorRoutes(t *testing.T) {
-	cfg := &config.Config{AdminListen: "127.0.0.1:0", AdminAPIs: []string{"events", "import"}}
+	cfg := &config.Config{AdminListen: "127.0.0.1:0", AdminAPIs: []string{"events", "import", "admin"}}
 	s := servertest.Start(t, cfg, servertest.Options{})
 	admin := httptest.NewServer(s.App.AdminHandler())
 	t.Cleanup(admin.Close)
@@ -53,6 +53,9 @@ func TestAdminListenMovesOperatorRoutes(t *testing.T) {
 		{"GET", "/api/events", 404, 401},
 		{"GET", "/oauth/api/v1/events", 404, 401},
 		{"POST", "/api/import/persons", 404, 401},
+		{"GET", "/api/v1/clients", 404, 401},
+		{"DELETE", "/api/v1/persons/p1", 404, 401},
+		{"POST", "/oauth/register", 404, 404}, // dynamic registration is the clients', always public (and off here)
 		{"GET", "/health/ready", 200, 200},
 		{"GET", "/api/config", 401, 404}, // configuration is not in admin_apis: it stays public
 		{"GET", "/.well-known/oauth-authorization-server", 200, 404},

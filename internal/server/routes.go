@@ -5,6 +5,7 @@ import (
 	"net/http/pprof"
 	"slices"
 
+	"github.com/latchkey/latchkey/internal/admin"
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/journey"
@@ -118,6 +119,31 @@ func (s *Server) routes(mux, adminMux *http.ServeMux) {
 	cfgMux.Handle("GET /v2/config/certificates/{certificateId}", cfgAPI(c.GetCertificate))
 	cfgMux.Handle("POST /v2/config/certificates/{certificateId}", cfgAPI(c.UpdateCertificate))
 	cfgMux.Handle("DELETE /v2/config/certificates/{certificateId}", cfgAPI(c.DeleteCertificate))
+
+	// Admin API (issue 21, docs/ADMIN.md): clients and persons at run time.
+	// HTTP basic of api_users, or a bearer access token with scope
+	// vendor_api_admin; persons answer 503 while features.person_api_enabled
+	// is off. Group "admin" of admin_apis.
+	a, admMux := s.admin, on("admin")
+	adminAPI := func(fn httpx.HandlerFunc) http.Handler { return httpx.Handle(httpx.APIStyle, fn) }
+	admMux.Handle("GET "+admin.PathClients, adminAPI(a.ListClients))
+	admMux.Handle("POST "+admin.PathClients, adminAPI(a.CreateClient))
+	admMux.Handle("GET "+admin.PathClients+"/{client_id}", adminAPI(a.GetClient))
+	admMux.Handle("PUT "+admin.PathClients+"/{client_id}", adminAPI(a.PutClient))
+	admMux.Handle("DELETE "+admin.PathClients+"/{client_id}", adminAPI(a.DeleteClient))
+	admMux.Handle("POST "+admin.PathClients+"/{client_id}/secret", adminAPI(a.RotateSecret))
+	admMux.Handle("GET "+admin.PathPersons, adminAPI(a.FindPersons))
+	admMux.Handle("GET "+admin.PathPersons+"/{person_id}", adminAPI(a.GetPerson))
+	admMux.Handle("PATCH "+admin.PathPersons+"/{person_id}", adminAPI(a.PatchPerson))
+	admMux.Handle("DELETE "+admin.PathPersons+"/{person_id}", adminAPI(a.DeletePerson))
+	admMux.Handle("GET "+admin.PathPersons+"/{person_id}/sessions", adminAPI(a.ListSessions))
+	admMux.Handle("DELETE "+admin.PathPersons+"/{person_id}/sessions", adminAPI(a.EndSessions))
+	// Dynamic client registration (RFC 7591; RFC 7592 for the client's own
+	// configuration endpoint): 404 unless dynamic_registration.enabled.
+	mux.Handle("POST "+admin.PathRegister, oauthAPI(a.Register))
+	mux.Handle("GET "+admin.PathRegister+"/{client_id}", oauthAPI(a.ReadRegistration))
+	mux.Handle("PUT "+admin.PathRegister+"/{client_id}", oauthAPI(a.UpdateRegistration))
+	mux.Handle("DELETE "+admin.PathRegister+"/{client_id}", oauthAPI(a.DeleteRegistration))
 
 	// Hosted pages.
 	mux.Handle("GET /login", page(s.pages.LoginPage))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/admin"
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/client"
@@ -59,6 +60,7 @@ type Server struct {
 	config   *cimconfig.Handler
 	keys     *signing.Keys // sign ID tokens and JWT access tokens (keys.go)
 	journeys *journey.Service
+	admin    *admin.Handler // the admin API and dynamic registration (docs/ADMIN.md)
 }
 
 // clientCacheTTL bounds how long an instance uses a client it read: clients
@@ -122,6 +124,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	st = layered
 	clients := &client.Cache{Source: st, TTL: clientCacheTTL, Now: now}
 	layered.Changed = clients.Forget
+	if st.Backend() != "sqlite" {
+		// Other instances write clients too: every lookup checks the
+		// client generation, so their changes take effect at once here.
+		clients.Generation = (&client.Fresh{Read: st.ClientGeneration}).Get
+	}
 	s.clients = &clientauth.Authenticator{
 		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now, Throttle: st,
 		HTTPClient: &http.Client{Timeout: 5 * time.Second},
@@ -151,6 +158,9 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		Secure: strings.HasPrefix(cfg.Issuer, "https://"), Now: now, Log: logger,
 	}
 	s.oauth.Pages = s.pages
+	if cfg.DynamicRegistration.Enabled {
+		s.oauth.RegistrationEndpoint = cfg.Issuer + admin.PathRegister
+	}
 	s.oauth.Details = s.introspectionDetails()
 	s.scopes = &scopes.API{Store: st, Auth: s.clients, Events: rec, Issuer: cfg.Issuer}
 	keySealer, err := seal.New(serverKey, "key-pairs")
@@ -194,6 +204,19 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		Users: s.apiUsers, Enabled: func() bool { return *cfg.Import.Enabled },
 		Partitioning: cfg.Import.Partitioning, MaxPersons: cfg.Import.MaxPersons,
 	}
+	s.admin = &admin.Handler{
+		Service: &admin.Service{Store: layered, Secrets: h, Events: rec, Now: now, AccountRemoved: s.journeys.AccountRemoved,
+			Registration: admin.Registration{Enabled: cfg.DynamicRegistration.Enabled,
+				InitialAccessToken: cfg.DynamicRegistration.InitialAccessToken}},
+		Users: s.apiUsers, Auth: s.clients, Tokens: st, Issuer: cfg.Issuer,
+		PersonsEnabled: func(ctx context.Context) (bool, error) {
+			snap, err := cim.Snapshot(ctx)
+			if err != nil {
+				return false, err
+			}
+			return snap.PersonAPIEnabled(), nil
+		},
+	}
 	if err := s.identity.SeedPersons(ctx, cfg.Persons); err != nil {
 		return nil, err
 	}
@@ -220,7 +243,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 // applyFeatures writes the feature switches the operator file sets into
 // the stored configuration, so that the file can turn an API back on.
 func applyFeatures(ctx context.Context, cim *cimconfig.Service, f config.Features) error {
-	if f.EventsAPIEnabled == nil && f.ConfigurationAPIEnabled == nil {
+	if f.EventsAPIEnabled == nil && f.ConfigurationAPIEnabled == nil && f.PersonAPIEnabled == nil {
 		return nil
 	}
 	return cim.Update(ctx, []string{cimconfig.UnitFeatures}, func(snap *cimconfig.Snapshot) error {
@@ -232,6 +255,9 @@ func applyFeatures(ctx context.Context, cim *cimconfig.Service, f config.Feature
 		}
 		if f.ConfigurationAPIEnabled != nil {
 			snap.Features.ConfigurationAPIEnabled = f.ConfigurationAPIEnabled
+		}
+		if f.PersonAPIEnabled != nil {
+			snap.Features.PersonAPIEnabled = f.PersonAPIEnabled
 		}
 		return nil
 	})

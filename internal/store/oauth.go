@@ -91,6 +91,9 @@ type Persons interface {
 	// and an issuance that waits sees the person as the writer left it.
 	// ErrNotFound for an unknown ID.
 	LockPerson(ctx context.Context, id string) (Person, error)
+	// FindPersons returns the persons whose email matches email
+	// case-insensitively, in every partition, by partition.
+	FindPersons(ctx context.Context, email string) ([]Person, error)
 	// DeletePerson removes a person with their linked identities and
 	// remembered consents (an ID may come back through an import, and must
 	// not inherit them). It does not revoke: see Store.RevokePerson.
@@ -165,6 +168,16 @@ type AuthCode struct {
 // Tokens stores grants, tokens and authorization codes.
 type Tokens interface {
 	CreateGrant(ctx context.Context, g Grant) error
+	// CreateGrantForStoredClient is CreateGrant for a client of the store
+	// (not one of the config file): it inserts g only while the client
+	// g.ClientID exists, and holds the client until the transaction ends
+	// so that DeleteClient waits for it and then revokes g (PostgreSQL: a
+	// KEY SHARE row lock, which concurrent issuance and UpdateClient do not
+	// wait for). ErrNotFound when the client is gone.
+	CreateGrantForStoredClient(ctx context.Context, g Grant) error
+	// ListPersonGrants returns the grants whose subject is personID that
+	// are neither revoked nor expired at now, newest first.
+	ListPersonGrants(ctx context.Context, personID string, now time.Time) ([]Grant, error)
 	GetGrant(ctx context.Context, id string) (Grant, error)
 	// SetGrantData replaces the flow data of a grant (the user details cache);
 	// ErrNotFound for an unknown ID.
@@ -239,6 +252,9 @@ type Sessions interface {
 	GetSession(ctx context.Context, hash []byte) (Session, error)
 	DeleteSession(ctx context.Context, hash []byte) error
 	UpdateSession(ctx context.Context, hash []byte, fn func(Session) (Session, error)) error
+	// ListSessions returns a person's sessions that have not expired at
+	// now, newest first.
+	ListSessions(ctx context.Context, personID string, now time.Time) ([]Session, error)
 }
 
 // Consent is a person's remembered consent to one scope for one client.

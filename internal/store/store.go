@@ -70,21 +70,53 @@ type Client struct {
 	// AccessTokenFormat is "jwt" for RFC 9068 access tokens; "" or
 	// "opaque" for latchkey's opaque ones.
 	AccessTokenFormat string
-	CreatedAt         time.Time // set by the backend on insert
-	UpdatedAt         time.Time // set by the backend on every write
+	// RegistrationHash is the keyed hash of the registration_access_token
+	// of a dynamically registered client (RFC 7591); nil for the others.
+	RegistrationHash []byte
+	CreatedAt        time.Time // set by the backend on insert
+	UpdatedAt        time.Time // set by the backend on every write
+	// Revision is 1 on insert and one more at every write (set by the
+	// backend): the admin API's ETag.
+	Revision int64
 }
 
-// Clients stores OAuth clients.
+// ClientRevocation counts what DeleteClient ended.
+type ClientRevocation struct {
+	Grants int64 // grants revoked (grants revoked before are not counted)
+	Tokens int64 // access and refresh tokens revoked
+}
+
+// Clients stores OAuth clients. Every write bumps the client generation in
+// its own transaction (ClientGeneration).
 type Clients interface {
 	// UpsertClient creates the client or replaces every field of an existing
 	// one with the same ID (CreatedAt is kept).
 	UpsertClient(ctx context.Context, c Client) error
+	// CreateClient inserts c; ErrConflict when the ID is taken.
+	CreateClient(ctx context.Context, c Client) error
+	// UpdateClient reads the client, applies fn and writes what fn returns
+	// (every field but ID and CreatedAt), in one transaction that holds the
+	// row: concurrent updates of one client run one after the other, each
+	// seeing the one before, so none is lost. An update does not wait for
+	// issuance (CreateGrantForStoredClient) nor block it. It returns the
+	// client as written; ErrNotFound for an unknown ID; fn's error writes
+	// nothing and is returned.
+	UpdateClient(ctx context.Context, id string, fn func(Client) (Client, error)) (Client, error)
 	// GetClient returns ErrNotFound for an unknown ID.
 	GetClient(ctx context.Context, id string) (Client, error)
 	// ListClients returns all clients ordered by ID.
 	ListClients(ctx context.Context) ([]Client, error)
-	// DeleteClient returns ErrNotFound for an unknown ID.
-	DeleteClient(ctx context.Context, id string) error
+	// DeleteClient removes the client and, in the same transaction, revokes
+	// at now every grant of it and every token of those grants, and
+	// forgets the consents persons gave it (an ID may come back, and must
+	// not inherit them). It waits for issuance that holds the client
+	// (CreateGrantForStoredClient) to commit, so what that issued is
+	// revoked too. ErrNotFound for an unknown ID.
+	DeleteClient(ctx context.Context, id string, now time.Time) (ClientRevocation, error)
+	// ClientGeneration returns a number that every committed client write,
+	// of any instance, has changed: a client read after ClientGeneration
+	// returned g is at least as new as every write that committed before.
+	ClientGeneration(ctx context.Context) (int64, error)
 }
 
 // AssertionIDs remembers the jti of client assertions (RFC 7523 section 3,
@@ -127,6 +159,21 @@ type Store interface {
 	// the enclosing transaction goes on (a bulk import keeps the persons that
 	// succeeded). Outside a transaction it is Tx.
 	Savepoint(ctx context.Context, fn func(Store) error) error
+	// ErasePerson erases a person (the right to erasure, GDPR article 17),
+	// in one transaction: the person's row is locked first (as issuance
+	// and status changes take it), everything the person holds is revoked
+	// as RevokePerson does, the person is deleted as DeletePerson does,
+	// with their mailed tokens and outbox mails, the flow data of their
+	// grants and codes and the throttle counters named by their email
+	// addresses; and every stored event about the person (user_id,
+	// person_id or event_agent_user the person's ID or email address)
+	// keeps its person ID but loses every other personal datum: client_ip,
+	// user_agent, flow context, an email address as user_id or agent. Then
+	// fn runs in the same transaction with the person as read (to record
+	// the erasure's own event; a notification). Events that the backend
+	// holds outside its tables (SQLite's event log) are scrubbed as well.
+	// ErrNotFound for an unknown ID.
+	ErasePerson(ctx context.Context, personID string, now time.Time, fn func(tx Store, p Person) error) (PersonRevocation, error)
 	// RevokePerson ends everything a person holds, in one transaction:
 	// every grant whose subject is personID and every token of those
 	// grants is revoked at now, and the person's login sessions are

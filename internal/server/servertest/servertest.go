@@ -59,6 +59,8 @@ type Options struct {
 	// PostgresURL makes a "postgres" server use this database instead of a
 	// new one, so several instances can share one store.
 	PostgresURL string
+	// SQLitePath makes a "sqlite" server use this file instead of a new one.
+	SQLitePath string
 }
 
 // lockedBuffer lets the race detector see concurrent log writes as safe.
@@ -82,7 +84,11 @@ func Start(t testing.TB, cfg *config.Config, opts Options) *Server {
 	var err error
 	switch opts.Backend {
 	case "", "sqlite":
-		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "latchkey.db"))
+		path := opts.SQLitePath
+		if path == "" {
+			path = filepath.Join(t.TempDir(), "latchkey.db")
+		}
+		st, err = sqlite.Open(ctx, path)
 	case "postgres":
 		dsn := opts.PostgresURL
 		if dsn == "" {

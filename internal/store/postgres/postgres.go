@@ -49,7 +49,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	d := &sqlstore.Dialect{Name: "postgres", NumberedPlaceholders: true, Translate: translate,
-		Migrations: ms, LockMigrations: migrationLock, ForUpdate: " FOR UPDATE"}
+		Migrations: ms, LockMigrations: migrationLock, ForUpdate: " FOR UPDATE",
+		ForNoKeyUpdate: " FOR NO KEY UPDATE", KeyShare: " FOR KEY SHARE",
+		TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`}
 	s := &Store{sqlstore.New(d, db, nil)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()

@@ -515,6 +515,85 @@ func (l *eventLog) Close() error {
 	return err
 }
 
+// erase runs fn, a transaction that scrubs the events table for an erased
+// person, so that no copy of those events is left in the log either:
+// before fn, every pending event is indexed (fn's scrub then finds it in
+// the table); while fn runs nothing is indexed (a record with the
+// person's data cannot reach the table behind fn's scrub); after fn, the
+// records written meanwhile that are about the person are scrubbed, in
+// memory and in the file, and the file starts afresh with only the pending
+// records: the records indexed before held the data too. Appends go on
+// throughout.
+func (l *eventLog) erase(ctx context.Context, fn func() (store.Erasure, error)) error {
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-l.sem }()
+	if err := l.index(ctx); err != nil {
+		return err
+	}
+	x, err := fn()
+	if err != nil {
+		return err
+	}
+	return l.rewrite(x)
+}
+
+// rewrite scrubs the pending records about x's person and replaces the
+// file by one that holds the pending records only (by rename, as compact
+// does, so a crash finds every pending record in the old file or the new).
+func (l *eventLog) rewrite(x store.Erasure) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.f == nil {
+		return errLogClosed
+	}
+	if l.broken != nil {
+		return l.broken
+	}
+	l.pmu.Lock()
+	pending := l.pending // the writer, its only other mutator, waits for wmu
+	l.pmu.Unlock()
+	es, good := decodeRecords(pending)
+	if good != len(pending) {
+		return fmt.Errorf("sqlite: event log: pending records do not decode")
+	}
+	var buf []byte
+	for _, e := range es {
+		if x.About(e) {
+			x.Scrub(&e)
+		}
+		var err error
+		if buf, err = appendRecord(buf, e); err != nil {
+			return err
+		}
+	}
+	tmp := l.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_APPEND|os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: event log: %w", err)
+	}
+	if _, err = f.Write(buf); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = os.Rename(tmp, l.path)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("sqlite: event log: %w", err)
+	}
+	l.f.Close()
+	l.f, l.size = f, int64(len(buf))
+	l.pmu.Lock()
+	l.pending = buf
+	l.pmu.Unlock()
+	return nil
+}
+
 // appendRecord appends the record of e to buf.
 func appendRecord(buf []byte, e store.Event) ([]byte, error) {
 	start := len(buf)

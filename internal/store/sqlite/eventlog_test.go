@@ -585,3 +585,65 @@ func BenchmarkEventLogEncoding(b *testing.B) {
 		b.ReportMetric(float64(len(p)+8), "bytes/record")
 	})
 }
+
+// TestEraseScrubsTheLog: records indexed before an erasure leave the file,
+// and records written while the erasing transaction runs are scrubbed
+// before they are indexed; records of others stay as they were.
+func TestEraseScrubsTheLog(t *testing.T) {
+	st := openTestStore(t)
+	opt := defaultEventLogOptions()
+	opt.noIndexer = true
+	path := filepath.Join(t.TempDir(), "log")
+	l := openTestLog(t, st, path, opt)
+	ctx := context.Background()
+	about := func(i int, user string) store.Event {
+		e := testEvent(i)
+		e.UserID, e.PersonID = user, user
+		return e
+	}
+	if err := l.AppendEvents(ctx, about(1, "p1"), about(2, "someone")); err != nil {
+		t.Fatal(err)
+	}
+	x := store.Erasure{PersonID: "p1", Emails: []string{"alice@example.com"}}
+	err := l.erase(ctx, func() (store.Erasure, error) {
+		// Written while the erasing transaction runs: not indexed yet.
+		return x, l.AppendEvents(ctx, about(3, "p1"), about(4, "Alice@Example.com"), about(5, "someone"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, good := decodeRecords(b)
+	if good != len(b) || len(es) != 3 {
+		t.Fatalf("the log holds %d records (%d of %d bytes good), want the 3 written during the erasure", len(es), good, len(b))
+	}
+	for _, e := range es {
+		mine := e.ID != "ev-000005"
+		if scrubbed := e.ClientIP == "" && e.UserAgent == "" && e.Context == nil; scrubbed != mine {
+			t.Errorf("record %s scrubbed = %v: %+v", e.ID, scrubbed, e)
+		}
+		if mine && e.UserID != "p1" {
+			t.Errorf("record %s user_id %q, want the person ID", e.ID, e.UserID)
+		}
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.DB.SearchEvents(ctx, store.EventFilter{Kind: store.EventOAuth, UserID: "p1"}, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Event 1 was indexed before the (here: table-less) erasure, so only
+	// the log's copies are the erasure's business in this test.
+	for _, e := range got {
+		if e.ID != "ev-000001" && (e.ClientIP != "" || e.Context != nil) {
+			t.Errorf("indexed after the erasure with its data: %+v", e)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("%d events of p1 in the table, want 3", len(got))
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -95,7 +97,8 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	n := max(4, runtime.NumCPU()*2)
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
-	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, IndexHints: true, Translate: translate, Migrations: ms}
+	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, IndexHints: true, Translate: translate, Migrations: ms,
+		TablesQuery: `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`}
 	if readOnly {
 		s := &Store{DB: sqlstore.New(d, read, read)}
 		if err := s.Ping(ctx); err != nil {
@@ -170,6 +173,45 @@ func (s *Store) flushEvents(ctx context.Context) error {
 		return nil
 	}
 	return s.file.events.Flush(ctx)
+}
+
+// ErasePerson erases the person in the events table and in the event log
+// (eventLog.erase): no copy of the person's data is left in either.
+func (s *Store) ErasePerson(ctx context.Context, personID string, now time.Time,
+	fn func(tx store.Store, p store.Person) error) (store.PersonRevocation, error) {
+	if s.file == nil || s.file.events == nil {
+		return s.DB.ErasePerson(ctx, personID, now, fn)
+	}
+	var out store.PersonRevocation
+	err := s.file.events.erase(ctx, func() (store.Erasure, error) {
+		var x store.Erasure
+		var err error
+		out, err = s.DB.ErasePerson(ctx, personID, now, func(tx store.Store, p store.Person) error {
+			x = store.NewErasure(p)
+			return fn(tx, p)
+		})
+		return x, err
+	})
+	return out, err
+}
+
+// FindText is the tables' FindText, and the event log's records too.
+func (s *Store) FindText(ctx context.Context, needles ...string) ([]string, error) {
+	found, err := s.DB.FindText(ctx, needles...)
+	if err != nil || s.file == nil || s.file.events == nil {
+		return found, err
+	}
+	b, err := os.ReadFile(s.file.events.path)
+	if err != nil {
+		return nil, err
+	}
+	text := strings.ToLower(string(b))
+	for _, n := range needles {
+		if strings.Contains(text, strings.ToLower(n)) {
+			found = append(found, "event log "+s.file.events.path+": "+n)
+		}
+	}
+	return found, nil
 }
 
 // Close closes the store; the last store of the process on its file closes

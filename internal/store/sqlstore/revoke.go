@@ -22,34 +22,12 @@ func (db *DB) RevokePerson(ctx context.Context, personID string, now time.Time) 
 		if personID == "" {
 			return nil // "" is the subject of client credentials, not a person
 		}
-		rows, err := tx.query(ctx, `UPDATE grants SET revoked_at = ? WHERE subject = ? AND subject <> '' AND revoked_at = 0
+		ids, err := tx.revokeGrants(ctx, `UPDATE grants SET revoked_at = ? WHERE subject = ? AND subject <> '' AND revoked_at = 0
 			RETURNING id`, micros(now), personID)
 		if err != nil {
 			return err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return db.d.Translate(err)
-		}
 		out.Grants = int64(len(ids))
-		// The token cache answers introspection from memory (SQLite): drop
-		// what it holds of these grants once the transaction has ended.
-		if len(ids) > maxGrantInvalidations {
-			tx.invalidate(invalidation{all: true})
-		} else {
-			for _, id := range ids {
-				tx.invalidate(invalidation{grant: id})
-			}
-		}
 		// Tokens of grants revoked before are revoked too: a token row then
 		// reads revoked on its own, whoever reads it.
 		res, err := tx.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE revoked_at = 0 AND grant_id IN
@@ -68,4 +46,36 @@ func (db *DB) RevokePerson(ctx context.Context, personID string, now time.Time) 
 		return err
 	})
 	return out, err
+}
+
+// revokeGrants runs q, an UPDATE of grants RETURNING id, inside a
+// transaction and returns the ids. The token cache answers introspection
+// from memory (SQLite): what it holds of these grants is dropped once the
+// transaction has ended.
+func (db *DB) revokeGrants(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := db.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, db.d.Translate(err)
+	}
+	if len(ids) > maxGrantInvalidations {
+		db.invalidate(invalidation{all: true})
+	} else {
+		for _, id := range ids {
+			db.invalidate(invalidation{grant: id})
+		}
+	}
+	return ids, nil
 }

@@ -49,8 +49,17 @@ type Dialect struct {
 	// (" FOR UPDATE" on PostgreSQL; "" on SQLite, whose writer transaction
 	// already excludes every other writer).
 	ForUpdate string
+	// ForNoKeyUpdate locks a row for an update that leaves its key alone
+	// (" FOR NO KEY UPDATE" on PostgreSQL: it does not wait for KeyShare
+	// holders; "" on SQLite).
+	ForNoKeyUpdate string
+	// KeyShare holds a row against DELETE until the transaction ends, and
+	// nothing else (" FOR KEY SHARE" on PostgreSQL; "" on SQLite).
+	KeyShare string
 	// IndexHints names the index of an event search (SQLite's INDEXED BY).
 	IndexHints bool
+	// TablesQuery lists the names of the store's tables (FindText).
+	TablesQuery string
 }
 
 // Migration is one numbered schema change.

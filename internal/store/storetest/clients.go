@@ -22,10 +22,11 @@ func fullClient(id string) store.Client {
 		RefreshTokenLifetime: 720*time.Hour + time.Nanosecond, AppIdentifier: "com.example.app",
 		AppPlatform: "ios", AppVersion: "1.2.3", IntrospectAnyToken: true, DeviceApprovalClients: []string{"tv", "console"},
 		PostLogoutRedirectURIs: []string{"https://app.example/bye"}, AccessTokenFormat: "jwt",
+		RegistrationHash: []byte{9, 8, 7},
 	}
 }
 
-var ignoreStamps = cmpopts.IgnoreFields(store.Client{}, "CreatedAt", "UpdatedAt")
+var ignoreStamps = cmpopts.IgnoreFields(store.Client{}, "CreatedAt", "UpdatedAt", "Revision")
 
 func testClientRoundTrip(t *testing.T, s store.Store) {
 	for _, want := range []store.Client{fullClient("full"), {ID: "bare", TokenEndpointAuthMethod: "none"}} {
@@ -73,7 +74,7 @@ func testClientNotFound(t *testing.T, s store.Store) {
 	if _, err := s.GetClient(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetClient = %v, want ErrNotFound", err)
 	}
-	if err := s.DeleteClient(ctx(), "nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.DeleteClient(ctx(), "nope", t0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("DeleteClient = %v, want ErrNotFound", err)
 	}
 }
@@ -84,7 +85,7 @@ func testClientList(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.DeleteClient(ctx(), "c"); err != nil {
+	if _, err := s.DeleteClient(ctx(), "c", t0); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := s.ListClients(ctx())

@@ -53,6 +53,10 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"DeletePerson", testDeletePerson},
 		{"Outbox", testOutbox},
 		{"PersonTokens", testPersonTokens},
+		{"ClientWrites", testClientWrites},
+		{"DeleteClientRevokes", testDeleteClientRevokes},
+		{"PersonLists", testPersonLists},
+		{"ErasePerson", testErasePerson},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
@@ -82,6 +86,8 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"RevokePersonRace", testRevokePersonRace},
 		{"OutboxClaimRace", testOutboxClaimRace},
 		{"PersonTokenRace", testPersonTokenRace},
+		{"UpdateClientRace", testUpdateClientRace},
+		{"DeleteClientDuringIssuance", testDeleteClientDuringIssuance},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
