@@ -53,6 +53,9 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"DeletePerson", testDeletePerson},
 		{"Outbox", testOutbox},
 		{"PersonTokens", testPersonTokens},
+		{"FederationStates", testFederationStates},
+		{"FindIdentity", testFindIdentity},
+		{"SessionUpstream", testSessionUpstream},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
@@ -82,6 +85,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"RevokePersonRace", testRevokePersonRace},
 		{"OutboxClaimRace", testOutboxClaimRace},
 		{"PersonTokenRace", testPersonTokenRace},
+		{"FederationStateRace", testFederationStateRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
