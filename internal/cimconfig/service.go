@@ -115,6 +115,9 @@ func decodeSnapshot(bodies map[string]string) (*Snapshot, error) {
 type Service struct {
 	Store  store.Store
 	Keys   *seal.Sealer // private keys of key pairs
+	// Secrets seals the login methods' client secrets and bind passwords
+	// (secrets.go); nil: a unit that sends one is refused.
+	Secrets *seal.Sealer
 	Events *events.Recorder
 	// Breached answers the password policy's breached_password_blocked (nil: not checked).
 	Breached *pwpolicy.RangeChecker

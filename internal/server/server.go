@@ -157,7 +157,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Now: now,
+	methodSealer, err := seal.New(serverKey, "login-method-secrets")
+	if err != nil {
+		return nil, err
+	}
+	cim := &cimconfig.Service{Store: st, Keys: keySealer, Secrets: methodSealer, Events: rec, Now: now,
 		Breached: &pwpolicy.RangeChecker{Endpoint: cfg.BreachedPasswords.Endpoint,
 			Timeout: time.Duration(cfg.BreachedPasswords.Timeout), FailClosed: cfg.BreachedPasswords.FailClosed}}
 	s.identity.PasswordPolicy = cim.CheckPassword
