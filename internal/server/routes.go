@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
+	"github.com/latchkey/latchkey/internal/federation"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/login"
@@ -125,6 +126,12 @@ func (s *Server) routes(mux, adminMux *http.ServeMux) {
 	mux.Handle("GET "+login.PathTOTP, page(s.pages.TOTPPage))
 	mux.Handle("POST "+login.PathTOTP, page(s.pages.TOTP))
 	mux.Handle("GET "+login.PathLogout, page(s.pages.Logout))
+	// Login methods (docs/FEDERATION.md): a method's button, the OpenID
+	// Connect redirect URI and post-logout return, the LDAP form.
+	mux.Handle("GET "+login.PathFederated, page(s.pages.FederatedStart))
+	mux.Handle("GET "+federation.PathCallback, page(s.pages.OIDCCallback))
+	mux.Handle("GET "+federation.PathLoggedOut, page(s.pages.UpstreamLoggedOut))
+	mux.Handle("POST "+login.PathLDAP, page(s.pages.LDAPLogin))
 	mux.Handle("GET /consent", page(s.pages.ConsentPage))
 	mux.Handle("POST /consent", page(s.pages.Consent))
 	// Self-service journeys (issue 25; docs/JOURNEYS.md): 404 while switched off.

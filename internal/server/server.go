@@ -182,6 +182,9 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return nil, err
 	}
 	s.pages.Journeys = s.journeys
+	if s.pages.Federation, err = s.newFederation(cim, serverKey, rec); err != nil {
+		return nil, err
+	}
 	s.pages.LogoutTarget = cim.LogoutTarget
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
 		Enabled: func() bool {
