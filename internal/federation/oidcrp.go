@@ -61,7 +61,7 @@ type provider struct {
 	meta        metadata
 	oidc        *oidc.Provider
 	algs        []string // the ID token algorithms accepted
-	fingerprint string // the method's attributes it was built from
+	fingerprint string   // the method's attributes it was built from
 	until       time.Time
 }
 
@@ -392,7 +392,7 @@ func (s *Service) CompleteOIDC(ctx context.Context, f request.Facts, st store.Fe
 		if ui.Subject != idt.Subject {
 			return fail(&Error{Code: "access_denied", Cause: "userinfo_subject_mismatch", Event: events.IdPMissingUserInfo,
 				Description: "The identity provider's UserInfo is about someone else.",
-				Err: fmt.Errorf("UserInfo sub %q, ID token sub %q", ui.Subject, idt.Subject)})
+				Err:         fmt.Errorf("UserInfo sub %q, ID token sub %q", ui.Subject, idt.Subject)})
 		}
 		more := map[string]any{}
 		if err := ui.Claims(&more); err == nil {

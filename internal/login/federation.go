@@ -6,8 +6,8 @@ import (
 	"net/url"
 
 	"github.com/latchkey/latchkey/internal/federation"
-	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"

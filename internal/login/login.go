@@ -35,15 +35,15 @@ const (
 
 // Pages serves the hosted pages.
 type Pages struct {
-	OAuth     *oauth.Service
-	Identity  *identity.Service
-	Journeys  *journey.Service
+	OAuth    *oauth.Service
+	Identity *identity.Service
+	Journeys *journey.Service
 	// Federation signs persons in at the configured login methods (nil:
 	// only latchkey's own password).
 	Federation *federation.Service
 	Store      store.Store
-	Hasher    *token.Hasher
-	Templates *web.Templates
+	Hasher     *token.Hasher
+	Templates  *web.Templates
 	// CustomMessages returns the configured texts of a language (the
 	// configuration API's custom_messages), which override the built-in ones.
 	CustomMessages func(lang string) map[string]string
