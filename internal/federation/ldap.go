@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-ldap/ldap/v3"
 
@@ -145,7 +146,9 @@ func (s *Service) ldapCheck(ctx context.Context, m Method, login, password strin
 	a := m.LDAPAttributes
 	// RFC 4513 5.1.2: a simple bind with a name and an empty password is
 	// an unauthenticated bind, which many servers accept: never send one.
-	if login == "" || password == "" || len(login) > maxLoginName || len(password) > 1024 {
+	// A name that is not UTF-8 has no DN or filter form (RFC 4514, 4515).
+	if login == "" || password == "" || len(login) > maxLoginName || len(password) > 1024 || !utf8.ValidString(login) ||
+		strings.ContainsRune(login, 0) {
 		return Upstream{}, identity.ErrBadCredentials
 	}
 	conn, err := s.dialLDAP(ctx, ServerURLs(deref(a.ServerURLs)))

@@ -3,6 +3,7 @@ package federation
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-ldap/ldap/v3"
 
@@ -64,8 +65,8 @@ func FuzzLoginName(f *testing.F) {
 		if got := string(p.Children[1].Data.Bytes()); got != login {
 			t.Fatalf("filter %q matches %q, want %q", filter, got, login)
 		}
-		if login == "" {
-			return
+		if login == "" || !utf8.ValidString(login) {
+			return // refused before any DN is built (ldapCheck)
 		}
 		dn, err := ldap.ParseDN(BindDN("uid={0},ou=people,dc=example,dc=com", login))
 		if err != nil {
