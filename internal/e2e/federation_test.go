@@ -443,4 +443,3 @@ func TestDexLoginMethodInBrowser(t *testing.T) {
 		})
 	}
 }
-

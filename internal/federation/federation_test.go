@@ -87,7 +87,7 @@ type fakeOP struct {
 	*httptest.Server
 	key, other *rsa.PrivateKey
 	mu         sync.Mutex
-	nonce      string            // the nonce of the last authorization URL
+	nonce      string // the nonce of the last authorization URL
 	mutate     func(c jwt.Claims, extra map[string]any) (signer *rsa.PrivateKey)
 	token      func(w http.ResponseWriter, r *http.Request) bool // answers instead, when it returns true
 	claims     map[string]any
