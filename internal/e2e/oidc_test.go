@@ -312,7 +312,7 @@ func TestOpenIDConnectAlgorithms(t *testing.T) {
 				if err != nil {
 					t.Fatalf("the JWT access token does not verify with the JWKS: %v", err)
 				}
-				jws, err := jose.ParseSigned(at.AccessToken, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(alg)})
+				jws, err := jose.ParseSignedCompact(at.AccessToken, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(alg)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -590,7 +590,7 @@ func TestKeyRotationKeepsOldTokensVerifiable(t *testing.T) {
 		e.s.Clock.Advance(24*time.Hour + time.Minute) // past key_publish_ahead (24h) and the keys' cache
 		_, _, newRaw := e.signIn(t, b, randomString(t))
 		kid := func(raw string) string {
-			jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+			jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.RS256})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,7 +62,7 @@ func FuzzLoginName(f *testing.F) {
 		if p.Tag != ldap.FilterEqualityMatch || len(p.Children) != 2 {
 			t.Fatalf("filter %q of %q is not one equality clause", filter, login)
 		}
-		if got := string(p.Children[1].Data.Bytes()); got != login {
+		if got := p.Children[1].Data.String(); got != login {
 			t.Fatalf("filter %q matches %q, want %q", filter, got, login)
 		}
 		if login == "" || !utf8.ValidString(login) {
