@@ -45,11 +45,12 @@ type fedEnv struct {
 	upIssuer string
 }
 
-func newFedEnv(t *testing.T, backend string) *fedEnv {
+func newFedEnv(t *testing.T, backend string, more ...config.Client) *fedEnv {
 	t.Helper()
 	ctx := newBrowser(t)
 	app := newClientApp(t)
 	cfg := testConfig(app.callbackURL())
+	cfg.Clients = append(cfg.Clients, more...)
 	cfg.APIUsers = []config.APIUser{{Username: fedAdmin, Password: fedAdminPass}}
 	cfg.Persons = append(cfg.Persons,
 		config.Person{Email: "carol@example.com", Password: personPass, FirstName: "Carol"},
