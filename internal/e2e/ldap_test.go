@@ -187,6 +187,12 @@ func TestLDAPLoginMethodInBrowser(t *testing.T) {
 			cfgW, verifier := e.authorize(t, "ldap-1", oauth2.SetAuthURLParam("idp", "dir"))
 			expectStyled(t, ctx)
 			e.screenshot(t, "login-ldap.png")
+			// Its way back shows every method, though idp named this one.
+			expectPage(t, click(t, ctx, "back"), s.URL, "/login", 200)
+			if label := run(t, ctx, "read the method button", chromedp.Text(chromedp.ID("idp-dir"))); label != "Continue with Directory" {
+				t.Errorf("back on the login page: button %q", label)
+			}
+			click(t, ctx, "idp-dir")
 			if st := ldapLogin(t, ctx, "lena", "not-the-password"); st != "401" {
 				t.Errorf("wrong password: status %s, want 401", st)
 			}

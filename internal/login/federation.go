@@ -198,7 +198,7 @@ func (p *Pages) ldapForm(w http.ResponseWriter, r *http.Request, status int, id 
 	t, lang := Messages(ar.Language)
 	p.render(w, status, "ldap.html", &pageData{Lang: lang, T: t, Action: PathLDAP, Request: id, CSRF: p.csrfToken(w, r, id),
 		ClientName: displayName(client), Title: m.Name, Method: m.ID, Email: username, Error: t[msgKey],
-		Link: oauth.PathLogin + "?" + url.Values{"request": {id}}.Encode()})
+		Link: oauth.PathLogin + "?" + url.Values{"request": {id}, "choose": {"1"}}.Encode()})
 }
 
 // upstreamLogout continues a logout at the session's upstream OpenID

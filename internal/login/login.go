@@ -169,9 +169,10 @@ func (p *Pages) LoginPage(w http.ResponseWriter, r *http.Request) error {
 	if sess, ok := p.Session(r); ok {
 		return p.next(w, r, id, ar, client, &sess, false)
 	}
-	if ar.IDP != "" {
+	if ar.IDP != "" && r.URL.Query().Get("choose") == "" {
 		// idp names the login method: straight to it (an unknown or
-		// disabled one shows the page with every method).
+		// disabled one shows the page with every method; so does the
+		// method page's way back, choose=1).
 		if done, err := p.startMethod(w, r, id, ar, client, ar.IDP); done || err != nil {
 			return err
 		}
