@@ -85,14 +85,17 @@ func (w *world) configure(t *testing.T, body string) {
 // key and answers the token request as the test case says.
 type fakeOP struct {
 	*httptest.Server
-	key, other *rsa.PrivateKey
-	mu         sync.Mutex
-	nonce      string // the nonce of the last authorization URL
-	mutate     func(c jwt.Claims, extra map[string]any) (signer *rsa.PrivateKey)
-	token      func(w http.ResponseWriter, r *http.Request) bool // answers instead, when it returns true
-	claims     map[string]any
-	form       url.Values // the last token request
-	basic      [2]string
+	key, other  *rsa.PrivateKey
+	mu          sync.Mutex
+	nonce       string // the nonce of the last authorization URL
+	mutate      func(c jwt.Claims, extra map[string]any) (signer *rsa.PrivateKey)
+	token       func(w http.ResponseWriter, r *http.Request) bool // answers instead, when it returns true
+	claims      map[string]any
+	form        url.Values // the last token request
+	basic       [2]string
+	discovered  int    // discovery requests answered
+	claimsParam bool   // claims_parameter_supported
+	userinfoSub string // "": no UserInfo endpoint
 }
 
 func newFakeOP(t *testing.T) *fakeOP {
@@ -107,9 +110,23 @@ func newFakeOP(t *testing.T) *fakeOP {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{"issuer": op.URL, "authorization_endpoint": op.URL + "/auth",
+		op.mu.Lock()
+		op.discovered++
+		doc := map[string]any{"issuer": op.URL, "authorization_endpoint": op.URL + "/auth",
 			"token_endpoint": op.URL + "/token", "jwks_uri": op.URL + "/jwks", "end_session_endpoint": op.URL + "/logout",
-			"id_token_signing_alg_values_supported": []string{"RS256"}})
+			"id_token_signing_alg_values_supported": []string{"RS256"}, "claims_parameter_supported": op.claimsParam}
+		if op.userinfoSub != "" {
+			doc["userinfo_endpoint"] = op.URL + "/userinfo"
+		}
+		op.mu.Unlock()
+		json.NewEncoder(w).Encode(doc)
+	})
+	mux.HandleFunc("GET /userinfo", func(w http.ResponseWriter, r *http.Request) {
+		op.mu.Lock()
+		sub := op.userinfoSub
+		op.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"sub": sub, "family_name": "FromUserInfo"})
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &op.key.PublicKey, KeyID: "op-1", Algorithm: "RS256", Use: "sig"}}})
@@ -436,6 +453,60 @@ func TestUpstreamDown(t *testing.T) {
 		var fe *federation.Error
 		if !errors.As(err, &fe) || fe.Code != "temporarily_unavailable" || fe.Cause != "idp_unavailable" {
 			t.Errorf("begin with the upstream down: %v, want temporarily_unavailable", err)
+		}
+	})
+}
+
+func TestMetadataCacheManualSetupClaimsAndUserInfo(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, w *world) {
+		op := newFakeOP(t)
+		op.set(func(op *fakeOP) { op.claimsParam = true })
+		w.configure(t, strings.Replace(methodJSON("fake", op.URL+"/.well-known/openid-configuration", ""),
+			`"discovery_url"`, `"metadata_expiration_time_in_seconds":60,"claims":["email","given_name"],"discovery_url"`, 1))
+		discovered := func() int { op.mu.Lock(); defer op.mu.Unlock(); return op.discovered }
+		m, _ := w.fed.Method(context.Background(), "fake")
+		to, err := w.fed.BeginOIDC(context.Background(), request.Facts{}, m, "r", "b", "jane@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(to)
+		var claims map[string]map[string]any
+		if err := json.Unmarshal([]byte(u.Query().Get("claims")), &claims); err != nil || len(claims["id_token"]) != 2 ||
+			len(claims["userinfo"]) != 2 || u.Query().Get("login_hint") != "jane@example.com" {
+			t.Errorf("authorization URL %s: want the claims parameter (supported by the provider) and the login_hint", to)
+		}
+		// Cached for metadata_expiration_time_in_seconds.
+		w.start(t, op, "fake", "b")
+		if n := discovered(); n != 1 {
+			t.Errorf("%d discoveries within the expiration time, want 1", n)
+		}
+		w.clock.Advance(61 * time.Second)
+		w.start(t, op, "fake", "b")
+		if n := discovered(); n != 2 {
+			t.Errorf("%d discoveries after the expiration time, want 2", n)
+		}
+
+		// Manual metadata: no discovery at all; UserInfo read and merged,
+		// and refused when it is about someone else.
+		w.configure(t, fmt.Sprintf(`{"login_methods":{"login_methods":[{"id":"manual","type":"OPEN_ID_CONNECT","enabled":true,
+			"auto_activation_enabled":true,"open_id_connect_attributes":{"client_authentication_method":"CLIENT_SECRET_BASIC",
+			"client_id":"latchkey","client_secret":"op-secret","manual_metadata_setup":true,"issuer":%q,"authorization_url":%q,
+			"id_token_url":%q,"jwks_url":%q,"user_info_url":%q}}]}}`, op.URL, op.URL+"/auth", op.URL+"/token", op.URL+"/jwks", op.URL+"/userinfo"))
+		op.set(func(op *fakeOP) {
+			op.userinfoSub = "upstream-sub-1"
+			op.claims = map[string]any{"email": "manual@example.com"}
+		})
+		state, f := w.start(t, op, "manual", "b")
+		res, err := w.complete(t, state, "b", f, nil)
+		if err != nil || res.Person.LastName != "FromUserInfo" || discovered() != 2 {
+			t.Fatalf("manual metadata: %+v, %v (discoveries %d); want UserInfo's family_name and no discovery", res.Outcome, err, discovered())
+		}
+		op.set(func(op *fakeOP) { op.userinfoSub = "someone-else" })
+		state, f = w.start(t, op, "manual", "b")
+		_, err = w.complete(t, state, "b", f, nil)
+		var fe *federation.Error
+		if !errors.As(err, &fe) || fe.Cause != "userinfo_subject_mismatch" || fe.Code != "access_denied" {
+			t.Errorf("UserInfo of another subject: %v, want access_denied userinfo_subject_mismatch", err)
 		}
 	})
 }

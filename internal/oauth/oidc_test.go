@@ -102,6 +102,9 @@ func TestAMR(t *testing.T) {
 		{[]string{"DEFAULT"}, []string{"pwd"}},
 		{[]string{"DEFAULT", "OTP"}, []string{"pwd", "otp", "mfa"}},
 		{[]string{"SOMETHING_NEW"}, nil},
+		{[]string{"FEDERATED"}, []string{"fed"}},
+		{[]string{"FEDERATED", "OTP"}, []string{"fed", "otp", "mfa"}},
+		{[]string{"LDAP"}, []string{"pwd"}},
 	} {
 		if got := AMR(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("AMR(%v) = %v, want %v", tc.in, got, tc.want)
