@@ -213,7 +213,9 @@ var (
 		Description: "An account with this email address exists; the identity provider did not verify the address, so it was not coupled."}
 	errNotCoupled = &Error{Code: "access_denied", Cause: "account_exists",
 		Description: "An account with this email address exists and is not coupled to this identity provider."}
-	errInactive = &Error{Code: "access_denied", Cause: "account_inactive", Description: "The account cannot sign in."}
+	errInactive    = &Error{Code: "access_denied", Cause: "account_inactive", Description: "The account cannot sign in."}
+	errOtherLinked = &Error{Code: "access_denied", Cause: "account_linked",
+		Description: "The account with this email address is coupled to another account of this identity provider."}
 )
 
 // Outcome is a successful upstream sign-in.
@@ -246,13 +248,14 @@ func (s *Service) SignIn(ctx context.Context, f request.Facts, m Method, u Upstr
 	if err != nil {
 		return Outcome{}, err
 	}
-	coupling := snap.Features != nil && on(snap.Features.AutomatedExternalIdentityCouplingEnabled)
+	rules := accountRules{coupling: snap.Features != nil && on(snap.Features.AutomatedExternalIdentityCouplingEnabled),
+		multiple: snap.Features != nil && on(snap.Features.BindMultipleExternalAccountsWithOneCIMAccount)}
 	var out Outcome
 	// Two first sign-ins of one identity at once: the loser's insert
 	// conflicts, and its second round finds the winner's link.
 	for range 2 {
 		out = Outcome{}
-		err = s.Store.Tx(ctx, func(tx store.Store) error { return s.signIn(ctx, tx, f, m, u, coupling, &out) })
+		err = s.Store.Tx(ctx, func(tx store.Store) error { return s.signIn(ctx, tx, f, m, u, rules, &out) })
 		if !errors.Is(err, store.ErrConflict) {
 			break
 		}
@@ -266,16 +269,23 @@ func (s *Service) SignIn(ctx context.Context, f request.Facts, m Method, u Upstr
 	return out, nil
 }
 
-func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m Method, u Upstream, coupling bool, out *Outcome) error {
+// accountRules are the features that decide about existing accounts.
+type accountRules struct {
+	coupling bool // automated_external_identity_coupling_enabled
+	multiple bool // bind_multiple_external_accounts_with_one_cim_account
+}
+
+func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m Method, u Upstream, rules accountRules, out *Outcome) error {
 	mp := mappingOf(m)
 	channel := strings.ToLower(m.Type)
 	ctxInfo := map[string]string{"idp": m.ID, "channel": channel}
-	link, err := tx.FindIdentity(ctx, "", m.IdPID(), u.Subject)
-	switch {
-	case err == nil:
+	linked := func(link store.ExternalIdentity) error {
 		p, err := tx.LockPerson(ctx, link.PersonID)
 		if err != nil {
 			return err
+		}
+		if !identity.MaySignIn(p.Status) {
+			return errInactive // nothing written for a person who may not sign in
 		}
 		out.Person = p
 		if on(m.SynchroniseAttributes) {
@@ -285,6 +295,11 @@ func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m
 		}
 		return s.Events.RecordPerson(ctx, tx, f, events.Person{Type: events.PersonExternalLogin, PersonID: p.ID, AgentUser: p.ID,
 			Partition: p.Partition, Context: ctxInfo})
+	}
+	link, err := tx.FindIdentity(ctx, "", m.IdPID(), u.Subject)
+	switch {
+	case err == nil:
+		return linked(link)
 	case !errors.Is(err, store.ErrNotFound):
 		return err
 	}
@@ -298,11 +313,33 @@ func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m
 	existing, err := tx.GetPersonByEmail(ctx, "", email)
 	switch {
 	case err == nil:
-		if !coupling {
+		// A concurrent first sign-in of this identity may have made the
+		// account since the look-up above (PostgreSQL reads each statement
+		// at its own snapshot): then it is this identity's.
+		if link, err := tx.FindIdentity(ctx, "", m.IdPID(), u.Subject); err == nil {
+			return linked(link)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if !rules.coupling {
 			return errNotCoupled
 		}
 		if !u.EmailVerified {
 			return errUnverified
+		}
+		if !identity.MaySignIn(existing.Status) {
+			return errInactive
+		}
+		if !rules.multiple {
+			// One account of this provider per person, unless
+			// bind_multiple_external_accounts_with_one_cim_account.
+			ids, err := tx.ListIdentities(ctx, existing.ID)
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(ids, func(e store.ExternalIdentity) bool { return e.IdPID == m.IdPID() }) {
+				return errOtherLinked
+			}
 		}
 		if err := tx.LinkIdentity(ctx, store.ExternalIdentity{IdPID: m.IdPID(), ExternalID: u.Subject, PersonID: existing.ID,
 			CreatedAt: now}); err != nil {

@@ -75,6 +75,16 @@ func TestSignInRules(t *testing.T) {
 		if link, err := w.s.Store.FindIdentity(ctx, "", "corp", "s-jane"); err != nil || link.PersonID != coupled.Person.ID {
 			t.Errorf("coupled identity: %+v, %v", link, err)
 		}
+		// A second account of the same provider with jane's address: one
+		// per person unless bind_multiple_external_accounts_with_one_cim_account.
+		jane2 := federation.Upstream{Subject: "s-jane-2", Attributes: map[string]any{"email": "jane@example.com"}, EmailVerified: true}
+		if _, err := w.fed.SignIn(ctx, f, m, jane2); cause(err) != "account_linked" {
+			t.Errorf("a second identity of the provider: %v, want account_linked", err)
+		}
+		w.configure(t, `{"features":{"automated_external_identity_coupling_enabled":true,"bind_multiple_external_accounts_with_one_cim_account":true}}`)
+		if again, err := w.fed.SignIn(ctx, f, m, jane2); err != nil || again.Person.ID != coupled.Person.ID {
+			t.Errorf("a second identity with bind_multiple...: %+v, %v; want jane", again, err)
+		}
 
 		// No email: no account can be made.
 		if _, err := w.fed.SignIn(ctx, f, m, federation.Upstream{Subject: "s-2", Attributes: map[string]any{"name": "x"}}); cause(err) != "email_missing" {
