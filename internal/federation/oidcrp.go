@@ -306,9 +306,12 @@ func (s *Service) CompleteOIDC(ctx context.Context, f request.Facts, st store.Fe
 		return fail(e)
 	}
 	m, err := s.Method(ctx, st.MethodID)
-	if err != nil {
+	if errors.Is(err, ErrUnknownMethod) {
 		return fail(&Error{Code: "server_error", Cause: "idp_disabled", Event: events.IdPReceivedError,
 			Description: "This way of signing in was switched off.", Err: err})
+	}
+	if err != nil {
+		return Result{}, err
 	}
 	p, err := s.provider(ctx, m)
 	if err != nil {
