@@ -20,7 +20,7 @@ var embedded embed.FS
 
 // Pages are the page templates every Templates must define.
 var Pages = []string{"login.html", "consent.html", "error.html", "device_code.html", "device_consent.html", "device_status.html", "demo.html", "totp.html", "logout.html",
-	"forgot.html", "reset.html", "notice.html", "signup.html", "home.html", "end_session.html", "stepup.html", "email_code.html"}
+	"forgot.html", "reset.html", "notice.html", "signup.html", "home.html", "end_session.html", "stepup.html", "email_code.html", "ldap.html"}
 
 // Templates renders the hosted pages.
 type Templates struct {

@@ -148,7 +148,7 @@ const (
 	  {"id":"oidc","name":"Partner","type":"OPEN_ID_CONNECT","open_id_connect_attributes":{"client_authentication_method":"PRIVATE_KEY_JWT",
 	   "client_id":"latchkey","discovery_url":"https://partner.example.com/.well-known/openid-configuration","manual_metadata_setup":false,
 	   "front_channel_logout_enabled":true,"id_token_encryption_required":false,"user_info_encryption_required":false,
-	   "metadata_expiration_time_in_seconds":3600,"scopes":["openid","email"],"claims":["email"]}},
+	   "metadata_expiration_time_in_seconds":3600,"scopes":["openid","email"],"claims":["email"],"signing_key_id":"k1"}},
 	  {"id":"ldap","name":"Directory","type":"LDAP","enabled":false,"ladp_attributes":{"server_urls":"ldaps://ldap.example.com",
 	   "base_suffix":"dc=example,dc=com","ip_range_enabled":true,"ip_ranges":["10.0.0.0/8"],"attributes_to_be_fetched":["mail"]}}],
 	"mobile_login":{"enabled":true,"show_use_mobile_to_login":true,"authentication_type":"PUSH","login_message":"Approve on your phone",

@@ -151,6 +151,9 @@ func (h *Handler) GetUnit(name string) httpx.HandlerFunc {
 			return err
 		}
 		v := h.Service.unitValue(snap, name)
+		if name == UnitLoginMethods && snap.LoginMethods != nil {
+			v = publicLoginMethods(snap.LoginMethods) // never the secrets
+		}
 		if v == nil {
 			v = struct{}{}
 		}
@@ -179,7 +182,7 @@ func (h *Handler) PostUnit(name string) httpx.HandlerFunc {
 			old := *snap
 			setUnit(snap, name, v)
 			keepIDs(&old, snap)
-			return nil
+			return h.Service.sealSecrets(&old, snap)
 		})
 		if err != nil {
 			return err
@@ -267,7 +270,7 @@ func (h *Handler) PostV2(w http.ResponseWriter, r *http.Request) error {
 		if u.KeyPairs != nil {
 			snap.KeyPairs = h.Service.sealAll(u.KeyPairs, keys, old.KeyPairs)
 		}
-		return nil
+		return h.Service.sealSecrets(&old, snap)
 	})
 	if err != nil {
 		return err
@@ -352,7 +355,7 @@ func (h *Handler) GetV2(w http.ResponseWriter, r *http.Request) error {
 	httpx.WriteJSON(w, http.StatusOK, CIMConfiguration{
 		CustomMessages: orEmpty(snap.CustomMessages), Features: orEmpty(snap.Features),
 		Attributes: orEmpty(snap.Attributes), UIExtension: orEmpty(snap.UIExtension), StepUp: orEmpty(snap.StepUp),
-		LoginMethods: orEmpty(snap.LoginMethods), Redirects: orEmpty(snap.Redirects),
+		LoginMethods: orEmpty(publicLoginMethods(snap.LoginMethods)), Redirects: orEmpty(snap.Redirects),
 		Organisations: orEmpty(snap.Organisations), KeyPairs: publicPairs(snap.KeyPairs),
 	})
 	return nil

@@ -111,7 +111,7 @@ func fields(t reflect.Type) []field {
 		}
 		tag := f.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" || !f.IsExported() {
+		if name == "-" || !f.IsExported() || f.Tag.Get("openapi") == "-" {
 			continue
 		}
 		out = append(out, field{name: name, omitempty: strings.Contains(opts, "omitempty"),

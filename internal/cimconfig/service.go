@@ -118,9 +118,12 @@ func decodeSnapshot(bodies map[string]string) (*Snapshot, error) {
 // moment; a write through this instance is seen at once, other instances
 // see it within cacheTTL.
 type Service struct {
-	Store  store.Store
-	Keys   *seal.Sealer // private keys of key pairs
-	Events *events.Recorder
+	Store store.Store
+	Keys  *seal.Sealer // private keys of key pairs
+	// Secrets seals the login methods' client secrets and bind passwords
+	// (secrets.go); nil: a unit that sends one is refused.
+	Secrets *seal.Sealer
+	Events  *events.Recorder
 	// Breached answers the password policy's breached_password_blocked (nil: not checked).
 	Breached *pwpolicy.RangeChecker
 	Now      func() time.Time

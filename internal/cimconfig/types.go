@@ -462,6 +462,17 @@ type OpenIDConnectAttributes struct {
 	MetadataExpirationTimeInSeconds *int64   `json:"metadata_expiration_time_in_seconds,omitempty"`
 	Scopes                          []string `json:"scopes,omitempty"`
 	Claims                          []string `json:"claims,omitempty"`
+	// ClientSecret (CLIENT_SECRET_BASIC) is latchkey's own member (the
+	// spec's shape has none): write-only, kept sealed, never answered. An
+	// update that leaves it out keeps the stored one; "" removes it.
+	ClientSecret *string `json:"client_secret,omitempty"`
+	// SigningKeyID (PRIVATE_KEY_JWT) names the key pair of the
+	// certificates API whose private key signs the client assertion
+	// (latchkey's own member, spelled as apple_attributes spells it).
+	SigningKeyID *string `json:"signing_key_id,omitempty"`
+	// SealedClientSecret is the stored form of ClientSecret: never
+	// accepted, never answered.
+	SealedClientSecret []byte `json:"sealed_client_secret,omitempty" openapi:"-"`
 }
 
 type EIDASAttributes struct {
@@ -494,6 +505,10 @@ type LDAPAttributes struct {
 	IPRangeEnabled           *bool    `json:"ip_range_enabled,omitempty"`
 	IPRanges                 []string `json:"ip_ranges,omitempty"`
 	AttributesToBeFetched    []string `json:"attributes_to_be_fetched,omitempty"`
+	// SealedPassword is the stored form of Password (the search account's
+	// password), which is write-only as client_secret is: never accepted,
+	// never answered.
+	SealedPassword []byte `json:"sealed_password,omitempty" openapi:"-"`
 }
 
 type QRCodeAttributes struct {

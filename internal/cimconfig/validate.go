@@ -19,6 +19,7 @@ const (
 	maxPasswordLen = 4096
 	maxMessageKey  = 200
 	maxMessageText = 10000
+	maxSecretLen   = 1024 // client secrets and bind passwords
 )
 
 var (
@@ -334,8 +335,29 @@ func (m *LoginMethod) validate(p *problems, path string) {
 			p.url(ap+"."+name, u)
 		}
 		p.between(ap+".metadata_expiration_time_in_seconds", a.MetadataExpirationTimeInSeconds, 0, maxSeconds)
+		if a.SealedClientSecret != nil {
+			p.add(ap+".sealed_client_secret", "is kept by the server; send client_secret")
+		}
+		if a.ClientSecret != nil && len(*a.ClientSecret) > maxSecretLen {
+			p.add(ap+".client_secret", "must have at most %d characters", maxSecretLen)
+		}
+		if a.ClientAuthenticationMethod != nil && *a.ClientAuthenticationMethod == "PRIVATE_KEY_JWT" &&
+			(a.SigningKeyID == nil || *a.SigningKeyID == "") {
+			p.add(ap+".signing_key_id", "is required for PRIVATE_KEY_JWT: the id of a key pair of /v2/config/certificates")
+		}
+		for i, sc := range a.Scopes {
+			if sc == "" || strings.ContainsAny(sc, " \"\\") {
+				p.add(fmt.Sprintf("%s.scopes[%d]", ap, i), "must be a scope token (no spaces)")
+			}
+		}
 	}
 	if a := m.LDAPAttributes; a != nil {
+		if a.SealedPassword != nil {
+			p.add(path+".ladp_attributes.sealed_password", "is kept by the server; send password")
+		}
+		if a.Password != nil && len(*a.Password) > maxSecretLen {
+			p.add(path+".ladp_attributes.password", "must have at most %d characters", maxSecretLen)
+		}
 		for i, r := range a.IPRanges {
 			if _, _, err := net.ParseCIDR(r); err != nil && net.ParseIP(r) == nil {
 				p.add(fmt.Sprintf("%s.ladp_attributes.ip_ranges[%d]", path, i), "must be an IP address or CIDR range")

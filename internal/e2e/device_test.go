@@ -52,11 +52,11 @@ func (e *env) tvConfig(scopes ...string) *oauth2.Config {
 
 // startDevice asks for a device authorization and starts polling for its
 // tokens as a TV would; the returned channel gets the outcome.
-func (e *env) startDevice(t *testing.T, oc *oauth2.Config) (*oauth2.DeviceAuthResponse, <-chan deviceResult) {
+func (e *env) startDevice(t *testing.T, oc *oauth2.Config, opts ...oauth2.AuthCodeOption) (*oauth2.DeviceAuthResponse, <-chan deviceResult) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), oauth2.HTTPClient, e.s.Client()), pollTimeout)
 	t.Cleanup(cancel)
-	da, err := oc.DeviceAuth(ctx)
+	da, err := oc.DeviceAuth(ctx, opts...)
 	if err != nil {
 		t.Fatalf("device authorization: %v", err)
 	}

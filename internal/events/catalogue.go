@@ -134,3 +134,38 @@ const (
 
 var personNames = map[string]string{PersonCreated: "Person Created", PersonUpdated: "Person Updated",
 	PersonDeleted: "Person Deleted"}
+
+// OAuth events: sign-in at upstream identity providers (the federation
+// issue, docs/FEDERATION.md). IDP_OAUTH_* names come from the catalogue.
+const (
+	IdPStateMissing        = "IDP_OAUTH_STATE_MISSING"
+	IdPStateInvalid        = "IDP_OAUTH_STATE_INVALID" // unknown, used, expired, or another browser's state
+	IdPClientAuthFailed    = "IDP_OAUTH_CLIENT_AUTHENTICATION_FAILED"
+	IdPMissingAccessToken  = "IDP_OAUTH_MISSING_ACCESS_TOKEN" // the code exchange failed
+	IdPMissingIDToken      = "IDP_OAUTH_OIDC_MISSING_ID_TOKEN"
+	IdPInvalidIDToken      = "IDP_OAUTH_OIDC_INVALID_ID_TOKEN" // signature, iss, aud, exp or nonce
+	IdPMissingUserInfo     = "IDP_OAUTH_MISSING_USER_INFO"
+	IdPReceivedError       = "IDP_OAUTH_RECEIVED_ERROR"
+	IdPEndSessionFailed    = "IDP_OAUTH_OIDC_FAILED_TO_INITIATE_END_SESSION"
+	IdPMetadataFailed      = "IDP_OAUTH_METADATA_FAILED"          // latchkey's own: discovery or the upstream unreachable
+	IdPLoginSucceeded      = "IDP_OAUTH_OIDC_LOGIN_SUCCEEDED"     // latchkey's own
+	IdPAccountRefused      = "IDP_OAUTH_ACCOUNT_REFUSED"          // latchkey's own: not linked, coupled or created
+	IdPEndSessionInitiated = "IDP_OAUTH_OIDC_END_SESSION_STARTED" // latchkey's own
+	LDAPLoginSucceeded     = "IDP_LDAP_LOGIN_SUCCEEDED"           // latchkey's own
+	LDAPLoginFailed        = "IDP_LDAP_LOGIN_FAILED"              // latchkey's own: unknown login or wrong password
+	LDAPLoginThrottled     = "IDP_LDAP_LOGIN_THROTTLED"           // latchkey's own
+	LDAPUnavailable        = "IDP_LDAP_UNAVAILABLE"               // latchkey's own: no server of server_urls answered
+	LDAPAddressNotAllowed  = "IDP_LDAP_ADDRESS_NOT_ALLOWED"       // latchkey's own: outside ip_ranges
+	LDAPAccountRefused     = "IDP_LDAP_ACCOUNT_REFUSED"           // latchkey's own
+)
+
+// Person events of federated sign-ins (latchkey's own).
+const (
+	PersonIdentityCoupled = "person.IdentityCoupledEvent"
+	PersonExternalLogin   = "person.ExternalLoginEvent"
+)
+
+func init() {
+	personNames[PersonIdentityCoupled] = "Identity Coupled"
+	personNames[PersonExternalLogin] = "External Login"
+}

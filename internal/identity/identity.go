@@ -195,6 +195,40 @@ func (s *Service) CheckPassword(ctx context.Context, f request.Facts, email, pw 
 	return p, nil
 }
 
+// GuardLogin runs check — a password checked elsewhere, such as by an LDAP
+// directory — under the login throttles of account (the name as typed,
+// prefixed with where it is checked), which share the per-address counter
+// with password logins: a throttled attempt is refused before check runs.
+// check's ErrBadCredentials is a failure and keeps its reservation; nil
+// gives it back as a successful login does; any other error (the
+// directory was down: not a guess) gives it back too and is returned.
+func (s *Service) GuardLogin(ctx context.Context, f request.Facts, account string, check func() error) error {
+	limits := s.loginLimits(f, account)
+	if err := throttle.Reserve(ctx, s.Store, s.Now(), limits...); err != nil {
+		var refused *throttle.Refused
+		if errors.As(err, &refused) {
+			return &ThrottledError{RetryAfter: refused.RetryAfter}
+		}
+		return err
+	}
+	err := check()
+	if errors.Is(err, ErrBadCredentials) {
+		return err
+	}
+	for _, l := range limits {
+		var rerr error
+		if err == nil && (strings.HasPrefix(l.Key, "login:pair:") || strings.HasPrefix(l.Key, "login:device:")) {
+			rerr = s.Store.Reset(ctx, l.Key)
+		} else {
+			rerr = throttle.Release(ctx, s.Store, l)
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}
+
 // ErrBadTOTP is the answer to a wrong, reused or throttled TOTP code: a
 // throttled code is answered as a wrong one.
 var ErrBadTOTP = errors.New("identity: the TOTP code is wrong or was already used")

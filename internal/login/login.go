@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
+	"github.com/latchkey/latchkey/internal/federation"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/journey"
@@ -33,12 +34,15 @@ const (
 
 // Pages serves the hosted pages.
 type Pages struct {
-	OAuth     *oauth.Service
-	Identity  *identity.Service
-	Journeys  *journey.Service
-	Store     store.Store
-	Hasher    *token.Hasher
-	Templates *web.Templates
+	OAuth    *oauth.Service
+	Identity *identity.Service
+	Journeys *journey.Service
+	// Federation signs persons in at the configured login methods (nil:
+	// only latchkey's own password).
+	Federation *federation.Service
+	Store      store.Store
+	Hasher     *token.Hasher
+	Templates  *web.Templates
 	// CustomMessages returns the configured texts of a language (the
 	// configuration API's custom_messages), which override the built-in ones.
 	CustomMessages func(lang string) map[string]string
@@ -96,6 +100,10 @@ type pageData struct {
 	SignUpLink, ForgotLink               string
 	// The step-up's choice of methods.
 	Methods []methodView
+	// The login methods (federation.go): buttons of the login page, and
+	// the method of the LDAP form.
+	LoginMethods []loginMethodView
+	Method       string
 }
 
 type scopeView struct{ Name, Description string }
@@ -159,6 +167,14 @@ func (p *Pages) LoginPage(w http.ResponseWriter, r *http.Request) error {
 	if sess, ok := p.Session(r); ok {
 		return p.next(w, r, id, ar, client, &sess, false)
 	}
+	if ar.IDP != "" && r.URL.Query().Get("choose") == "" {
+		// idp names the login method: straight to it (an unknown or
+		// disabled one shows the page with every method; so does the
+		// method page's way back, choose=1).
+		if done, err := p.startMethod(w, r, id, ar, client, ar.IDP); done || err != nil {
+			return err
+		}
+	}
 	p.loginForm(w, r, id, ar, client, "")
 	return nil
 }
@@ -169,6 +185,7 @@ func (p *Pages) loginForm(w http.ResponseWriter, r *http.Request, id string, ar 
 	d := &pageData{Lang: lang, T: t, Action: oauth.PathLogin, Request: id,
 		CSRF: p.csrfToken(w, r, id), ClientName: displayName(client), Error: t[msgKey], Email: ar.LoginHint}
 	p.journeyLinks(r, d)
+	p.methodLinks(r, d)
 	p.render(w, http.StatusOK, "login.html", d)
 }
 
@@ -275,10 +292,16 @@ func (p *Pages) posted(w http.ResponseWriter, r *http.Request) (*postedForm, err
 // startSession creates a fresh session (a new value at every login: no
 // session fixation) and sets its cookie.
 func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, person store.Person) (store.Session, error) {
+	return p.startSessionAs(w, r, store.Session{PersonID: person.ID, AuthLevel: p.OAuth.Flow.PasswordLevel,
+		AMR: []string{"DEFAULT"}})
+}
+
+// startSessionAs starts a session with s's person and authentication (a
+// sign-in at a login method sets its own level and amr).
+func (p *Pages) startSessionAs(w http.ResponseWriter, r *http.Request, s store.Session) (store.Session, error) {
 	value, hash := p.Hasher.Mint(token.Session)
 	now := p.Now().UTC()
-	s := store.Session{Hash: hash, PersonID: person.ID, AuthLevel: p.OAuth.Flow.PasswordLevel, AMR: []string{"DEFAULT"},
-		AuthTime: now, ExpiresAt: now.Add(p.sessionLifetime())}
+	s.Hash, s.AuthTime, s.ExpiresAt = hash, now, now.Add(p.sessionLifetime())
 	if err := p.Store.CreateSession(r.Context(), s); err != nil {
 		return store.Session{}, err
 	}

@@ -39,6 +39,7 @@ func (p *Pages) Logout(w http.ResponseWriter, r *http.Request) error {
 		p.render(w, http.StatusBadRequest, "error.html", &pageData{Lang: lang, T: t, Message: t["error.redirect"]})
 		return nil
 	}
+	sess, signedIn := p.Session(r)
 	if c, err := r.Cookie(SessionCookie); err == nil && len(c.Value) <= 128 {
 		if err := p.Store.DeleteSession(r.Context(), p.Hasher.HashOf(token.Session, c.Value)); err != nil {
 			return err
@@ -46,6 +47,11 @@ func (p *Pages) Logout(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: p.Secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	if signedIn {
+		if done, err := p.upstreamLogout(w, r, sess, target); done || err != nil {
+			return err
+		}
+	}
 	if target != "" {
 		http.Redirect(w, r, target, http.StatusSeeOther)
 		return nil
@@ -115,6 +121,11 @@ func (p *Pages) EndSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: p.Secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	if signedIn {
+		if done, err := p.upstreamLogout(w, r, sess, es.Target); done || err != nil {
+			return err
+		}
+	}
 	if es.Target != "" {
 		http.Redirect(w, r, es.Target, http.StatusSeeOther)
 		return nil

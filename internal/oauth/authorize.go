@@ -92,6 +92,9 @@ type AuthorizeError struct {
 	State       string
 	Fragment    bool   // implicit flow answers in the fragment
 	EventType   string // what to record
+	// VendorCause is vendor_error_cause, the spec's detailed cause of an
+	// authorization error (an upstream identity provider's refusal).
+	VendorCause string
 }
 
 func (e *AuthorizeError) Error() string { return e.Code + ": " + e.Description }

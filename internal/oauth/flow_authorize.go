@@ -289,6 +289,9 @@ func (s *Service) ErrorRedirect(ar *AuthorizeRequest, aerr *AuthorizeError) stri
 	if aerr.State != "" {
 		v.Set("state", aerr.State)
 	}
+	if aerr.VendorCause != "" {
+		v.Set("vendor_error_cause", aerr.VendorCause)
+	}
 	if aerr.Fragment || ar != nil && ar.ResponseType == "token" {
 		return aerr.RedirectURI + "#" + v.Encode()
 	}

@@ -179,8 +179,9 @@ func halfHash(h hash.Hash, v string) string {
 }
 
 // AMR maps the session's authentication methods to RFC 8176 values: a
-// password is pwd, a one-time code otp (from an app or mailed: RFC 8176 has
-// no value for the channel), and two factors together mfa.
+// password (latchkey's or a directory's) is pwd, a one-time code otp (from
+// an app or mailed: RFC 8176 has no value for the channel), a sign-in at an
+// upstream OpenID Provider fed, and a code on top of either mfa.
 func AMR(methods []string) []string {
 	var out []string
 	add := func(v string) {
@@ -194,9 +195,15 @@ func AMR(methods []string) []string {
 			add("pwd")
 		case "OTP", "TOTP":
 			add("otp")
+		case "FEDERATED":
+			// An upstream OpenID Provider signed the person in. RFC 8176
+			// has no value for it; "fed" is latchkey's (docs/FEDERATION.md).
+			add("fed")
+		case "LDAP":
+			add("pwd") // a password, checked by the directory
 		}
 	}
-	if slices.Contains(out, "pwd") && slices.Contains(out, "otp") {
+	if (slices.Contains(out, "pwd") || slices.Contains(out, "fed")) && slices.Contains(out, "otp") {
 		add("mfa")
 	}
 	return out

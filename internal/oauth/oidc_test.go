@@ -103,6 +103,9 @@ func TestAMR(t *testing.T) {
 		{[]string{"DEFAULT", "OTP"}, []string{"pwd", "otp", "mfa"}},
 		{[]string{"DEFAULT", "OTP", "EMAIL"}, []string{"pwd", "otp", "mfa"}}, // the mailed code's step-up
 		{[]string{"SOMETHING_NEW"}, nil},
+		{[]string{"FEDERATED"}, []string{"fed"}},
+		{[]string{"FEDERATED", "OTP"}, []string{"fed", "otp", "mfa"}},
+		{[]string{"LDAP"}, []string{"pwd"}},
 	} {
 		if got := AMR(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("AMR(%v) = %v, want %v", tc.in, got, tc.want)

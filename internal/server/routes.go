@@ -7,6 +7,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/admin"
 	"github.com/latchkey/latchkey/internal/cimconfig"
+	"github.com/latchkey/latchkey/internal/federation"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/login"
@@ -154,6 +155,12 @@ func (s *Server) routes(mux, adminMux *http.ServeMux) {
 	mux.Handle("GET "+login.PathEmailCode, page(s.pages.EmailCodePage))
 	mux.Handle("POST "+login.PathEmailCode, page(s.pages.EmailCode))
 	mux.Handle("GET "+login.PathLogout, page(s.pages.Logout))
+	// Login methods (docs/FEDERATION.md): a method's button, the OpenID
+	// Connect redirect URI and post-logout return, the LDAP form.
+	mux.Handle("GET "+login.PathFederated, page(s.pages.FederatedStart))
+	mux.Handle("GET "+federation.PathCallback, page(s.pages.OIDCCallback))
+	mux.Handle("GET "+federation.PathLoggedOut, page(s.pages.UpstreamLoggedOut))
+	mux.Handle("POST "+login.PathLDAP, page(s.pages.LDAPLogin))
 	mux.Handle("GET /consent", page(s.pages.ConsentPage))
 	mux.Handle("POST /consent", page(s.pages.Consent))
 	// Self-service journeys (issue 25; docs/JOURNEYS.md): 404 while switched off.

@@ -167,7 +167,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
-	cim := &cimconfig.Service{Store: st, Keys: keySealer, Events: rec, Now: now,
+	methodSealer, err := seal.New(serverKey, "login-method-secrets")
+	if err != nil {
+		return nil, err
+	}
+	cim := &cimconfig.Service{Store: st, Keys: keySealer, Secrets: methodSealer, Events: rec, Now: now,
 		Breached: &pwpolicy.RangeChecker{Endpoint: cfg.BreachedPasswords.Endpoint,
 			Timeout: time.Duration(cfg.BreachedPasswords.Timeout), FailClosed: cfg.BreachedPasswords.FailClosed}}
 	s.identity.PasswordPolicy = cim.CheckPassword
@@ -192,6 +196,9 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	// activation settings too.
 	s.oauth.Settings = s.journeys.Policy
 	s.identity.OnDelete = s.journeys.AccountRemoved
+	if s.pages.Federation, err = s.newFederation(cim, serverKey, rec); err != nil {
+		return nil, err
+	}
 	s.pages.LogoutTarget = cim.LogoutTarget
 	s.search = &events.Search{Store: st, Auth: s.clients, Users: s.apiUsers, Issuer: cfg.Issuer,
 		Enabled: func() bool {

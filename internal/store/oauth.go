@@ -233,6 +233,12 @@ type Session struct {
 	AMR       []string
 	AuthTime  time.Time
 	ExpiresAt time.Time
+	// IdPID is the login method the person signed in with at an upstream
+	// identity provider ("" for latchkey's own password), and
+	// UpstreamIDToken the upstream's ID token, sealed (the id_token_hint
+	// of its end-session endpoint); nil when none.
+	IdPID           string
+	UpstreamIDToken []byte
 }
 
 // PersonRevocation counts what RevokePerson ended.

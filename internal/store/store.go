@@ -145,6 +145,7 @@ type Store interface {
 	SigningKeys
 	Outbox
 	PersonTokens
+	Federation
 
 	// Tx runs fn inside one transaction: fn's Store sees and writes only
 	// through that transaction. fn's error (or a panic) rolls back; nil commits.

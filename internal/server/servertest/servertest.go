@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
@@ -61,6 +62,10 @@ type Options struct {
 	PostgresURL string
 	// SQLitePath makes a "sqlite" server use this file instead of a new one.
 	SQLitePath string
+	// Host names the server in its issuer instead of 127.0.0.1 (such as
+	// "localhost"): browsers keep cookies per host, not per port, so two
+	// servers a browser visits need two host names.
+	Host string
 }
 
 // lockedBuffer lets the race detector see concurrent log writes as safe.
@@ -105,6 +110,10 @@ func Start(t testing.TB, cfg *config.Config, opts Options) *Server {
 
 	ts := httptest.NewUnstartedServer(nil)
 	cfg.Issuer = "http://" + ts.Listener.Addr().String()
+	if opts.Host != "" {
+		_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+		cfg.Issuer = "http://" + net.JoinHostPort(opts.Host, port)
+	}
 	cfg.Listen = ts.Listener.Addr().String()
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)

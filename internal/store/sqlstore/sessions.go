@@ -49,8 +49,9 @@ func (db *DB) execOne(ctx context.Context, q string, args ...any) error {
 
 // CreateSession stores a login session.
 func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
-	_, err := db.exec(ctx, `INSERT INTO sessions (hash, person_id, auth_level, amr, auth_time, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, s.Hash, s.PersonID, s.AuthLevel, list(s.AMR), micros(s.AuthTime), micros(s.ExpiresAt))
+	_, err := db.exec(ctx, `INSERT INTO sessions (hash, person_id, auth_level, amr, auth_time, expires_at, idp_id, upstream_id_token)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, s.Hash, s.PersonID, s.AuthLevel, list(s.AMR), micros(s.AuthTime), micros(s.ExpiresAt),
+		s.IdPID, s.UpstreamIDToken)
 	return err
 }
 
@@ -59,11 +60,13 @@ func (db *DB) GetSession(ctx context.Context, hash []byte) (store.Session, error
 	var s store.Session
 	var amr string
 	var auth, expires int64
-	err := db.queryRow(ctx, `SELECT hash, person_id, auth_level, amr, auth_time, expires_at FROM sessions WHERE hash = ?`, hash).
-		Scan(&s.Hash, &s.PersonID, &s.AuthLevel, &amr, &auth, &expires)
+	err := db.queryRow(ctx, `SELECT hash, person_id, auth_level, amr, auth_time, expires_at, idp_id, upstream_id_token
+		FROM sessions WHERE hash = ?`, hash).
+		Scan(&s.Hash, &s.PersonID, &s.AuthLevel, &amr, &auth, &expires, &s.IdPID, &s.UpstreamIDToken)
 	if err != nil {
 		return s, db.scanErr(err)
 	}
+	s.UpstreamIDToken = fromBlob(s.UpstreamIDToken)
 	s.AMR, err = fromList(amr)
 	s.AuthTime, s.ExpiresAt = fromMicros(auth), fromMicros(expires)
 	return s, err
@@ -86,8 +89,9 @@ func (db *DB) UpdateSession(ctx context.Context, hash []byte, fn func(store.Sess
 		if err != nil {
 			return err
 		}
-		_, err = tx.exec(ctx, `UPDATE sessions SET person_id = ?, auth_level = ?, amr = ?, auth_time = ?, expires_at = ?
-			WHERE hash = ?`, s.PersonID, s.AuthLevel, list(s.AMR), micros(s.AuthTime), micros(s.ExpiresAt), hash)
+		_, err = tx.exec(ctx, `UPDATE sessions SET person_id = ?, auth_level = ?, amr = ?, auth_time = ?, expires_at = ?,
+			idp_id = ?, upstream_id_token = ? WHERE hash = ?`, s.PersonID, s.AuthLevel, list(s.AMR), micros(s.AuthTime),
+			micros(s.ExpiresAt), s.IdPID, s.UpstreamIDToken, hash)
 		return err
 	})
 }
@@ -269,7 +273,8 @@ func (db *DB) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 		`DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE expires_at < ?)`,
 		`DELETE FROM grants WHERE expires_at < ?`,
 		`DELETE FROM throttle WHERE expires_at < ?`,
-		`DELETE FROM signing_keys WHERE expire_at > 0 AND expire_at < ?`)
+		`DELETE FROM signing_keys WHERE expire_at > 0 AND expire_at < ?`,
+		`DELETE FROM federation_states WHERE expires_at < ?`)
 	if err != nil {
 		return total, err
 	}

@@ -57,6 +57,9 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"DeleteClientRevokes", testDeleteClientRevokes},
 		{"PersonLists", testPersonLists},
 		{"ErasePerson", testErasePerson},
+		{"FederationStates", testFederationStates},
+		{"FindIdentity", testFindIdentity},
+		{"SessionUpstream", testSessionUpstream},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
@@ -88,6 +91,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"PersonTokenRace", testPersonTokenRace},
 		{"UpdateClientRace", testUpdateClientRace},
 		{"DeleteClientDuringIssuance", testDeleteClientDuringIssuance},
+		{"FederationStateRace", testFederationStateRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
 	}
