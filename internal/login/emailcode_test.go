@@ -57,18 +57,7 @@ func emailCodeServer(t *testing.T, backend string, stepUp func(*cimconfig.StepUp
 // token, and where the browser was sent after the password.
 func toStepUp(t *testing.T, s *servertest.Server, b *http.Client) (request, csrf string, next *url.URL) {
 	t.Helper()
-	q := url.Values{"client_id": {"web"}, "response_type": {"code"}, "redirect_uri": {cb}, "scope": {"vault"}, "state": {"st"}}
-	resp, err := b.Get(s.URL + "/oauth/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc := location(t, resp)
-	request = loc.Query().Get("request")
-	page := servertest.Get(t, b, loc.String())
-	csrf = servertest.CSRFRE.FindStringSubmatch(page)[1]
-	resp = form(t, b, s.URL+"/login", url.Values{"csrf_token": {csrf}, "request": {request}, "email": {email}, "password": {pass}})
-	return request, csrf, location(t, resp)
+	return logIn(t, s, b, url.Values{"client_id": {"web"}, "response_type": {"code"}, "redirect_uri": {cb}, "scope": {"vault"}, "state": {"st"}})
 }
 
 func emailAction(t *testing.T, s *servertest.Server, b *http.Client, request, csrf string, v url.Values) *http.Response {
