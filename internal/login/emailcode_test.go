@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +24,12 @@ func emailCodeServer(t *testing.T, backend string, stepUp func(*cimconfig.StepUp
 	t.Helper()
 	sink := smtpsink.Start(t)
 	yes := true
-	host, port, _ := strings.Cut(sink.Addr, ":")
 	cfg := &config.Config{
 		Clients: []config.Client{{ClientID: "web", ClientSecret: "web-secret-web-secret", RedirectURIs: []string{cb},
 			GrantTypes: []string{"authorization_code", "refresh_token"}, Scopes: []string{"vault", "profile"}, ConsentRequired: &yes}},
 		Persons: []config.Person{{Email: email, Password: pass}},
-		SMTP:    config.SMTP{Host: host, From: "noreply@latchkey.test", TLS: "none", RetryAfter: config.Duration(50 * time.Millisecond)},
+		SMTP:    sink.SMTP(),
 	}
-	cfg.SMTP.Port, _ = strconv.Atoi(port)
 	s := servertest.Start(t, cfg, servertest.Options{Backend: backend, Clock: servertest.NewClock()})
 	ctx := context.Background()
 	if err := s.Store.CreateScope(ctx, store.Scope{ID: "vault", AuthenticationLevel: 2, VerificationFailedEndpoint: "https://svc.example/failed"}); err != nil {
