@@ -268,17 +268,12 @@ func clientWrite(ctx context.Context, path string, stdout io.Writer, fn func(*ad
 	if err != nil {
 		return fmt.Errorf("secret key file %s: %w", cfg.SecretKeyFile, err)
 	}
-	st, err := backend.Open(ctx, cfg.Database)
+	st, err := openStore(ctx, cfg, "stop latchkey serve first, or use the running server's admin API: /api/v1/clients")
 	if err != nil {
-		if strings.HasPrefix(cfg.Database, "sqlite:") {
-			return fmt.Errorf("database: %w (stop latchkey serve first, or use the running server's admin API: /api/v1/clients)", err)
-		}
-		return fmt.Errorf("database: %w", err)
+		return err
 	}
 	defer st.Close()
-	if err := st.ClaimServerKey(ctx, h.Fingerprint()); errors.Is(err, store.ErrServerKeyMismatch) {
-		return errServerKeyMismatch(cfg.SecretKeyFile)
-	} else if err != nil {
+	if err := claimServerKey(ctx, st, cfg, key); err != nil {
 		return err
 	}
 	statics, err := fileClients(cfg, h)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
@@ -78,10 +79,10 @@ func TestClientCommands(t *testing.T) {
 
 	// What the commands wrote serves: a token for the new secret.
 	s := startOn(t, "sqlite:"+db)
-	if tok := tokenFor(t, s, "svc", fresh); tok == "" {
+	if tok := tokenFor(t, s, client.AuthClientSecretBasic, "svc", fresh); tok == "" {
 		t.Error("no token for the rotated secret")
 	}
-	if tok := tokenFor(t, s, "svc", secret); tok != "" {
+	if tok := tokenFor(t, s, client.AuthClientSecretBasic, "svc", secret); tok != "" {
 		t.Error("a token for the old secret")
 	}
 
@@ -120,12 +121,21 @@ func startOn(t *testing.T, database string) *servertest.Server {
 	return servertest.Start(t, cfg, opts)
 }
 
-// tokenFor answers a client-credentials access token, "" when refused.
-func tokenFor(t *testing.T, s *servertest.Server, id, secret string) string {
+// tokenFor answers a client-credentials access token, "" when refused. The
+// client authenticates with method: client_secret_basic or
+// client_secret_post.
+func tokenFor(t *testing.T, s *servertest.Server, method, id, secret string) string {
 	t.Helper()
-	req, _ := http.NewRequest("POST", s.URL+"/oauth/token", strings.NewReader(url.Values{"grant_type": {"client_credentials"}}.Encode()))
+	form := url.Values{"grant_type": {"client_credentials"}}
+	if method == client.AuthClientSecretPost {
+		form.Set("client_id", id)
+		form.Set("client_secret", secret)
+	}
+	req, _ := http.NewRequest("POST", s.URL+"/oauth/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(id, secret)
+	if method == client.AuthClientSecretBasic {
+		req.SetBasicAuth(id, secret)
+	}
 	resp, err := s.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -150,22 +160,9 @@ func TestClientCommandsBesideRunningServers(t *testing.T) {
 	if code != 0 || secret == "" {
 		t.Fatalf("create: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	form := func(secret string) string {
-		req, _ := http.NewRequest("POST", s.URL+"/oauth/token", strings.NewReader(url.Values{"grant_type": {"client_credentials"},
-			"client_id": {"svc"}, "client_secret": {secret}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		resp, err := s.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var v map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&v)
-		tok, _ := v["access_token"].(string)
-		return tok
-	}
+	token := func(secret string) string { return tokenFor(t, s, client.AuthClientSecretPost, "svc", secret) }
 	for range 2 { // the second answer from the server's cache
-		if form(secret) == "" {
+		if token(secret) == "" {
 			t.Fatal("the created client gets no token")
 		}
 	}
@@ -174,16 +171,16 @@ func TestClientCommandsBesideRunningServers(t *testing.T) {
 	if code != 0 || fresh == "" {
 		t.Fatalf("rotate-secret: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if form(secret) != "" {
+	if token(secret) != "" {
 		t.Error("the serving instance takes the old secret after the rotation")
 	}
-	if form(fresh) == "" {
+	if token(fresh) == "" {
 		t.Error("the serving instance refuses the new secret")
 	}
 	if code, _, errs := runCLI("client", "delete", "svc", "--config", cfg); code != 0 {
 		t.Fatalf("delete: exit %d, stderr %q", code, errs)
 	}
-	if form(fresh) != "" {
+	if token(fresh) != "" {
 		t.Error("the serving instance issues tokens to the deleted client")
 	}
 	if _, err := s.Store.GetClient(context.Background(), "svc"); err == nil || !strings.Contains(err.Error(), store.ErrNotFound.Error()) {

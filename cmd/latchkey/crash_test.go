@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
 const crashConfig = `
@@ -37,19 +33,10 @@ clients:
 func TestAnsweredEventsSurviveSIGKILL(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
-			dir := t.TempDir()
-			cfgPath := filepath.Join(dir, "latchkey.yaml")
-			if err := os.WriteFile(cfgPath, []byte(crashConfig), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			addr := freePort(t)
-			env := []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_DATABASE=sqlite:" + filepath.Join(dir, "data", "latchkey.db"),
-				"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(dir, "data", "secret.key"), "LATCHKEY_LOG_LEVEL=warn"}
-			if backend == "postgres" {
-				env[1] = "LATCHKEY_DATABASE=" + pgtest.NewDatabase(t)
-			}
+			s := setupServe(t, backend, crashConfig, "warn")
+			addr := s.addr
 			start := func() *exec.Cmd {
-				cmd := command(t, env, "serve", "--config", cfgPath)
+				cmd := command(t, s.env, "serve", "--config", s.cfgPath)
 				startServing(t, cmd, addr)
 				return cmd
 			}

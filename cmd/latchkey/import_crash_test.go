@@ -10,8 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres"
-	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
 )
 
@@ -82,34 +80,22 @@ func TestImportSurvivesSIGKILL(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			cfgPath := filepath.Join(dir, "latchkey.yaml")
-			if err := os.WriteFile(cfgPath, []byte(importCrashConfig), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			addr := freePort(t)
-			dbPath := filepath.Join(dir, "data", "latchkey.db")
-			dsn := ""
-			env := []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_DATABASE=sqlite:" + dbPath,
-				"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(dir, "data", "secret.key"), "LATCHKEY_LOG_LEVEL=warn"}
-			if backend == "postgres" {
-				dsn = pgtest.NewDatabase(t)
-				env[1] = "LATCHKEY_DATABASE=" + dsn
-			}
+			s := setupServe(t, backend, importCrashConfig, "warn")
+			addr := s.addr
 			openStore := func() store.Store {
 				var st store.Store
 				var err error
 				if backend == "postgres" {
-					st, err = postgres.Open(ctx, dsn)
+					st, err = postgres.Open(ctx, s.database)
 				} else {
-					st, err = sqlite.OpenReadOnly(ctx, dbPath) // beside the server
+					st, err = sqlite.OpenReadOnly(ctx, strings.TrimPrefix(s.database, "sqlite:")) // beside the server
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
 				return st
 			}
-			cmd := command(t, env, "serve", "--config", cfgPath)
+			cmd := command(t, s.env, "serve", "--config", s.cfgPath)
 			startServing(t, cmd, addr)
 
 			post := func(body []byte) ([]string, error) {
@@ -193,7 +179,7 @@ func TestImportSurvivesSIGKILL(t *testing.T) {
 			wg.Wait()
 			bigErr := <-bigDone
 
-			cmd = command(t, env, "serve", "--config", cfgPath)
+			cmd = command(t, s.env, "serve", "--config", s.cfgPath)
 			startServing(t, cmd, addr)
 			defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/signing"
-	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/backend"
 	"github.com/latchkey/latchkey/internal/token"
 )
@@ -87,18 +85,13 @@ func keysRotate(ctx context.Context, cfg *config.Config, stdout io.Writer) error
 	if len(key) < token.KeySize {
 		return fmt.Errorf("secret key file %s: holds %d bytes, need at least %d", cfg.SecretKeyFile, len(key), token.KeySize)
 	}
-	st, err := backend.Open(ctx, cfg.Database)
+	st, err := openStore(ctx, cfg, "stop latchkey serve first: the running server rotates on its own schedule")
 	if err != nil {
-		if strings.HasPrefix(cfg.Database, "sqlite:") {
-			return fmt.Errorf("database: %w (stop latchkey serve first: the running server rotates on its own schedule)", err)
-		}
-		return fmt.Errorf("database: %w", err)
+		return err
 	}
 	defer st.Close()
 	// A key sealed under another server key would not open on any instance.
-	if err := st.ClaimServerKey(ctx, token.Fingerprint(key)); errors.Is(err, store.ErrServerKeyMismatch) {
-		return errServerKeyMismatch(cfg.SecretKeyFile)
-	} else if err != nil {
+	if err := claimServerKey(ctx, st, cfg, key); err != nil {
 		return err
 	}
 	sealer, err := seal.New(key, signing.SealPurpose)

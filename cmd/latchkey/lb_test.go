@@ -25,12 +25,12 @@ import (
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
-// lbConfig has one client per kind of load: a machine client (client
+// lbClients has one client per kind of load: a machine client (client
 // credentials, and it introspects everyone's tokens), an app that signs a
-// person in with the code flow and may approve the TV's device flows, and
-// a TV (device flow).
-const lbConfig = `
-trusted_proxies: [127.0.0.1]
+// person in with the code flow (and refreshes, which the mixed-versions
+// test does across binaries) and may approve the TV's device flows, and a
+// TV (device flow). It ends in the clients list, so a config may add more.
+const lbClients = `
 clients:
   - client_id: m2m
     client_secret: "m2m-secret-m2m-secret"
@@ -41,7 +41,7 @@ clients:
   - client_id: app
     token_endpoint_auth_method: none
     redirect_uris: [http://app.example/cb]
-    grant_types: [authorization_code]
+    grant_types: [authorization_code, refresh_token]
     scopes: [read, "access:device-authorization:approve"]
     consent_required: false
     device_approval_clients: [tv]
@@ -50,7 +50,11 @@ clients:
     grant_types: ["urn:ietf:params:oauth:grant-type:device_code"]
     scopes: [read]
     consent_required: false
-persons:
+`
+
+// lbConfig is lbClients behind a trusted proxy, with a seeded person.
+const lbConfig = `
+trusted_proxies: [127.0.0.1]` + lbClients + `persons:
   - email: jane@example.com
     password: "correct horse battery staple"
 `

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -19,8 +18,7 @@ func TestServeDemoStartsAndStopsOnSIGTERM(t *testing.T) {
 	addr := freePort(t)
 	cmd := command(t, []string{"LATCHKEY_LISTEN=" + addr})
 	cmd.Args = append(cmd.Args, "serve", "--demo")
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
+	cmd.Stderr = &syncBuffer{} // for stop's failure message
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -38,20 +36,7 @@ func TestServeDemoStartsAndStopsOnSIGTERM(t *testing.T) {
 		banner <- b.String()
 	}()
 	waitReady(t, addr, cmd)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v (want 0); stderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("did not exit within 30 s of SIGTERM")
-	}
+	stop(t, cmd)
 	out := <-banner
 	for _, want := range []string{"demo-app", "demo-spa", "jane@example.com", "curl -s -u demo-app:", "/oauth/authorize?"} {
 		if !strings.Contains(out, want) {

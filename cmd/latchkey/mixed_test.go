@@ -21,31 +21,11 @@ import (
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
-// mixedConfig is lbConfig's clients, with refresh tokens for the app, an
-// auditor that searches events and an API user that imports persons (no
-// seeded person: each binary would write it again at start). It is read by
-// both binaries, so it uses only keys the previous release knows.
-const mixedConfig = `
-clients:
-  - client_id: m2m
-    client_secret: "m2m-secret-m2m-secret"
-    token_endpoint_auth_method: client_secret_post
-    grant_types: [client_credentials]
-    scopes: [read]
-    introspect_any_token: true
-  - client_id: app
-    token_endpoint_auth_method: none
-    redirect_uris: [http://app.example/cb]
-    grant_types: [authorization_code, refresh_token]
-    scopes: [read, "access:device-authorization:approve"]
-    consent_required: false
-    device_approval_clients: [tv]
-  - client_id: tv
-    token_endpoint_auth_method: none
-    grant_types: ["urn:ietf:params:oauth:grant-type:device_code"]
-    scopes: [read]
-    consent_required: false
-  - client_id: auditor
+// mixedConfig is lbClients, an auditor that searches events and an API
+// user that imports persons (no seeded person: each binary would write it
+// again at start). It is read by both binaries, so it uses only keys the
+// previous release knows.
+const mixedConfig = lbClients + `  - client_id: auditor
     client_secret: "auditor-secret-auditor"
     grant_types: [client_credentials]
     scopes: [vendor_api_events]

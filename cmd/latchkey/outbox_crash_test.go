@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/mail/smtpsink"
-	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
 // invite imports n INVITED persons (each owed an invitation mail, written
@@ -69,8 +66,6 @@ func TestOutboxSurvivesSIGKILL(t *testing.T) {
 			sink := smtpsink.Start(t)
 			host, port, _ := strings.Cut(sink.Addr, ":")
 			const timeout = 2 * time.Second // the lease is twice this
-			dir := t.TempDir()
-			cfgPath := filepath.Join(dir, "latchkey.yaml")
 			cfg := importCrashConfig + fmt.Sprintf(`
 smtp:
   host: %s
@@ -80,18 +75,11 @@ smtp:
   timeout: %s
   retry_after: 100ms
 `, host, port, timeout)
-			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			addr := freePort(t)
-			env := []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_DATABASE=sqlite:" + filepath.Join(dir, "data", "latchkey.db"),
-				"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(dir, "data", "secret.key"), "LATCHKEY_LOG_LEVEL=error"}
-			if backend == "postgres" {
-				env[1] = "LATCHKEY_DATABASE=" + pgtest.NewDatabase(t)
-			}
+			s := setupServe(t, backend, cfg, "error")
+			addr := s.addr
 			var cmd *exec.Cmd
 			start := func() {
-				cmd = command(t, env, "serve", "--config", cfgPath)
+				cmd = command(t, s.env, "serve", "--config", s.cfgPath)
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}

@@ -20,7 +20,6 @@ import (
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/store"
-	"github.com/latchkey/latchkey/internal/store/backend"
 )
 
 // personChangeCmd is "latchkey person block|unblock|delete EMAIL_OR_ID
@@ -40,14 +39,11 @@ func personChangeCmd(ctx context.Context, verb string, args []string, stdout io.
 	if err != nil {
 		return err
 	}
-	st, err := backend.Open(ctx, cfg.Database)
+	// The embedded store is locked to the serving process, whose in-memory
+	// token cache must see every revocation.
+	st, err := openStore(ctx, cfg, "stop latchkey serve first, or block through the import API")
 	if err != nil {
-		if strings.HasPrefix(cfg.Database, "sqlite:") {
-			// The embedded store is locked to the serving process, whose
-			// in-memory token cache must see every revocation.
-			return fmt.Errorf("database: %w (stop latchkey serve first, or block through the import API)", err)
-		}
-		return fmt.Errorf("database: %w", err)
+		return err
 	}
 	defer st.Close()
 	p, err := findPerson(ctx, st, ref, *partition)

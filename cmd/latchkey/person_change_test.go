@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -207,12 +206,10 @@ func postJSON(t *testing.T, s *servertest.Server, path string, form url.Values) 
 func TestPersonDeleteMailsAccountRemoved(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	sink := smtpsink.Start(t)
-	host, port, _ := strings.Cut(sink.Addr, ":")
 	cfg := &config.Config{
 		Persons: []config.Person{{Email: "jane@example.com", Password: "correct horse battery staple"}},
-		SMTP:    config.SMTP{Host: host, From: "noreply@latchkey.test", TLS: "none", RetryAfter: config.Duration(50 * time.Millisecond)},
+		SMTP:    sink.SMTP(),
 	}
-	cfg.SMTP.Port, _ = strconv.Atoi(port)
 	s := servertest.Start(t, cfg, servertest.Options{Backend: "postgres", PostgresURL: dsn})
 	on := true
 	if err := s.App.Journeys().Config.Update(context.Background(), []string{cimconfig.UnitEmailNotifications}, func(snap *cimconfig.Snapshot) error {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
 // The helpers every test of the real binary shares: build it once, run it
@@ -121,6 +123,33 @@ func waitReady(t *testing.T, addr string, cmd *exec.Cmd) {
 	}
 	_ = cmd.Process.Kill()
 	t.Fatalf("%s not ready within 60 s%s", addr, stderrOf(cmd))
+}
+
+// serveSetup is what a test needs to run `latchkey serve` on one backend:
+// the config file in a fresh folder, a free address, the database (the
+// value of LATCHKEY_DATABASE) and the environment that names them.
+type serveSetup struct {
+	cfgPath, addr, database string
+	env                     []string
+}
+
+// setupServe writes config and sets up a server on backend: "sqlite", a
+// file in the folder (beside the server key), or "postgres", a throwaway
+// database. It logs at logLevel.
+func setupServe(t *testing.T, backend, config, logLevel string) serveSetup {
+	t.Helper()
+	dir := t.TempDir()
+	s := serveSetup{cfgPath: filepath.Join(dir, "latchkey.yaml"), addr: freePort(t),
+		database: "sqlite:" + filepath.Join(dir, "data", "latchkey.db")}
+	if err := os.WriteFile(s.cfgPath, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if backend == "postgres" {
+		s.database = pgtest.NewDatabase(t)
+	}
+	s.env = []string{"LATCHKEY_LISTEN=" + s.addr, "LATCHKEY_DATABASE=" + s.database,
+		"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(dir, "data", "secret.key"), "LATCHKEY_LOG_LEVEL=" + logLevel}
+	return s
 }
 
 // stop sends SIGTERM and waits for a clean exit.

@@ -117,10 +117,28 @@ func ifMatch(r *http.Request) (int64, error) {
 	return n, nil
 }
 
-func etag(w http.ResponseWriter, c Client) {
+// writeClient answers c with its ETag, never cached: secret is the one the
+// request generated, shown only in this answer.
+func writeClient(w http.ResponseWriter, status int, c Client, secret string) {
 	if c.Revision > 0 {
 		w.Header().Set("ETag", `"`+strconv.FormatInt(c.Revision, 10)+`"`)
 	}
+	httpx.NoStore(w)
+	httpx.WriteJSON(w, status, View(c, secret))
+}
+
+// callerAt authenticates the caller and reads If-Match, for the requests
+// that change a client without a body.
+func (h *Handler) callerAt(r *http.Request) (Actor, int64, error) {
+	a, err := h.caller(r)
+	if err != nil {
+		return a, 0, err
+	}
+	rev, err := ifMatch(r)
+	if err != nil {
+		return a, 0, clientAnswer(err)
+	}
+	return a, rev, nil
 }
 
 // ClientView is a client as the admin API and the CLI show it: never a
@@ -183,24 +201,26 @@ func stamp(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func (h *Handler) decodeClient(w http.ResponseWriter, r *http.Request) (ClientInput, error) {
+// callerWithClient authenticates the caller and decodes the client of the
+// body (POST and PUT).
+func (h *Handler) callerWithClient(w http.ResponseWriter, r *http.Request) (Actor, ClientInput, error) {
 	var in ClientInput
-	err := httpx.DecodeJSON(w, r, &in, maxBody)
+	a, err := h.caller(r)
+	if err != nil {
+		return a, in, err
+	}
+	err = httpx.DecodeJSON(w, r, &in, maxBody)
 	var he *httpx.Error
 	if errors.As(err, &he) && he.Status == http.StatusBadRequest {
 		he.Code = "invalid_client_metadata"
 	}
-	return in, err
+	return a, in, err
 }
 
 // CreateClient is POST /api/v1/clients: 201 with Location and the client,
 // with a generated client_secret shown only here.
 func (h *Handler) CreateClient(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := h.decodeClient(w, r)
+	a, in, err := h.callerWithClient(w, r)
 	if err != nil {
 		return err
 	}
@@ -209,9 +229,7 @@ func (h *Handler) CreateClient(w http.ResponseWriter, r *http.Request) error {
 		return clientAnswer(err)
 	}
 	w.Header().Set("Location", PathClients+"/"+c.ID)
-	etag(w, c)
-	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusCreated, View(c, secret))
+	writeClient(w, http.StatusCreated, c, secret)
 	return nil
 }
 
@@ -267,20 +285,14 @@ func (h *Handler) GetClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clientAnswer(err)
 	}
-	etag(w, c)
-	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusOK, View(c, ""))
+	writeClient(w, http.StatusOK, c, "")
 	return nil
 }
 
 // PutClient is PUT /api/v1/clients/{client_id}: every member replaced;
 // If-Match (the ETag) refuses a stale update with 412.
 func (h *Handler) PutClient(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.caller(r)
-	if err != nil {
-		return err
-	}
-	in, err := h.decodeClient(w, r)
+	a, in, err := h.callerWithClient(w, r)
 	if err != nil {
 		return err
 	}
@@ -292,9 +304,7 @@ func (h *Handler) PutClient(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clientAnswer(err)
 	}
-	etag(w, c)
-	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusOK, View(c, secret))
+	writeClient(w, http.StatusOK, c, secret)
 	return nil
 }
 
@@ -308,13 +318,9 @@ type revocationView struct {
 // DeleteClient is DELETE /api/v1/clients/{client_id}: its tokens are
 // revoked in the same transaction.
 func (h *Handler) DeleteClient(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.caller(r)
+	a, rev, err := h.callerAt(r)
 	if err != nil {
 		return err
-	}
-	rev, err := ifMatch(r)
-	if err != nil {
-		return clientAnswer(err)
 	}
 	out, err := h.Service.DeleteClient(r.Context(), a, r.PathValue("client_id"), rev)
 	if err != nil {
@@ -327,21 +333,15 @@ func (h *Handler) DeleteClient(w http.ResponseWriter, r *http.Request) error {
 // RotateSecret is POST /api/v1/clients/{client_id}/secret: the new secret,
 // shown only here; the old one fails at once.
 func (h *Handler) RotateSecret(w http.ResponseWriter, r *http.Request) error {
-	a, err := h.caller(r)
+	a, rev, err := h.callerAt(r)
 	if err != nil {
 		return err
-	}
-	rev, err := ifMatch(r)
-	if err != nil {
-		return clientAnswer(err)
 	}
 	c, secret, err := h.Service.RotateSecret(r.Context(), a, r.PathValue("client_id"), rev)
 	if err != nil {
 		return clientAnswer(err)
 	}
-	etag(w, c)
-	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusOK, View(c, secret))
+	writeClient(w, http.StatusOK, c, secret)
 	return nil
 }
 
@@ -484,22 +484,25 @@ func (h *Handler) PatchPerson(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func revoked(out store.PersonRevocation) revocationView {
-	return revocationView{GrantsRevoked: out.Grants, TokensRevoked: out.Tokens, SessionsEnded: &out.Sessions}
-}
-
-// DeletePerson is DELETE /api/v1/persons/{person_id}: the erasure.
-func (h *Handler) DeletePerson(w http.ResponseWriter, r *http.Request) error {
+// endPerson runs end (the erasure, or the end of the sessions) on the
+// person of the path and answers what it revoked.
+func (h *Handler) endPerson(w http.ResponseWriter, r *http.Request,
+	end func(ctx context.Context, a Actor, id string) (store.PersonRevocation, error)) error {
 	a, ok, err := h.personsOn(w, r)
 	if !ok {
 		return err
 	}
-	out, err := h.Service.ErasePerson(r.Context(), a, r.PathValue("person_id"))
+	out, err := end(r.Context(), a, r.PathValue("person_id"))
 	if err != nil {
 		return personAnswer(err)
 	}
-	httpx.WriteJSON(w, http.StatusOK, revoked(out))
+	httpx.WriteJSON(w, http.StatusOK, revocationView{GrantsRevoked: out.Grants, TokensRevoked: out.Tokens, SessionsEnded: &out.Sessions})
 	return nil
+}
+
+// DeletePerson is DELETE /api/v1/persons/{person_id}: the erasure.
+func (h *Handler) DeletePerson(w http.ResponseWriter, r *http.Request) error {
+	return h.endPerson(w, r, h.Service.ErasePerson)
 }
 
 // sessionID names a session without its secret: the session's stored
@@ -552,14 +555,5 @@ func (h *Handler) ListSessions(w http.ResponseWriter, r *http.Request) error {
 
 // EndSessions is DELETE /api/v1/persons/{person_id}/sessions.
 func (h *Handler) EndSessions(w http.ResponseWriter, r *http.Request) error {
-	a, ok, err := h.personsOn(w, r)
-	if !ok {
-		return err
-	}
-	out, err := h.Service.EndSessions(r.Context(), a, r.PathValue("person_id"))
-	if err != nil {
-		return personAnswer(err)
-	}
-	httpx.WriteJSON(w, http.StatusOK, revoked(out))
-	return nil
+	return h.endPerson(w, r, h.Service.EndSessions)
 }

@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"net/mail"
 	"regexp"
 	"strings"
 	"time"
@@ -85,7 +84,7 @@ func (pp PersonPatch) apply(p *store.Person, now time.Time) error {
 		p.Status = *pp.Status
 	}
 	if pp.Email != nil {
-		if !validEmail(*pp.Email) {
+		if !identity.ValidEmail(*pp.Email) {
 			return invalid("email", "email %q is not an email address", clip(*pp.Email))
 		}
 		p.Email = *pp.Email
@@ -104,19 +103,14 @@ func (pp PersonPatch) apply(p *store.Person, now time.Time) error {
 		*kv.dst = *kv.v
 	}
 	if pp.Gender != nil {
-		switch *pp.Gender {
-		case "", "M", "F", "U":
-		default:
+		if !identity.ValidGender(*pp.Gender) {
 			return invalid("gender", "gender %q is not M, F or U", clip(*pp.Gender))
 		}
 		p.Profile.Gender = *pp.Gender
 	}
 	if pp.DateOfBirth != nil {
-		if v := *pp.DateOfBirth; v != "" {
-			d, err := time.Parse(time.DateOnly, v)
-			if err != nil || d.After(now) || d.Year() < 1850 {
-				return invalid("date_of_birth", "date_of_birth %q is not a past date YYYY-MM-DD", clip(v))
-			}
+		if !identity.ValidDateOfBirth(*pp.DateOfBirth, now) {
+			return invalid("date_of_birth", "date_of_birth %q is not a past date YYYY-MM-DD", clip(*pp.DateOfBirth))
 		}
 		p.Profile.DateOfBirth = *pp.DateOfBirth
 	}
@@ -127,7 +121,7 @@ func (pp PersonPatch) apply(p *store.Person, now time.Time) error {
 		p.Profile.PreferredLocale = *pp.PreferredLocale
 	}
 	if pp.EmailAddresses != nil {
-		if err := checkContacts("email_addresses", *pp.EmailAddresses, validEmail); err != nil {
+		if err := checkContacts("email_addresses", *pp.EmailAddresses, identity.ValidEmail); err != nil {
 			return err
 		}
 		p.Profile.Emails = *pp.EmailAddresses
@@ -195,19 +189,6 @@ func checkContacts(field string, cs []store.ContactPoint, valid func(string) boo
 		return invalid(field, "%s: at most one can be primary", field)
 	}
 	return nil
-}
-
-// validEmail accepts a bare addr-spec of at most 254 bytes with a dotted domain.
-func validEmail(s string) bool {
-	if s == "" || len(s) > 254 {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s || a.Name != "" {
-		return false
-	}
-	at := strings.LastIndexByte(s, '@')
-	return at > 0 && strings.Contains(s[at+1:], ".") && !strings.HasSuffix(s, ".")
 }
 
 // PatchPerson changes a person's status and profile in one transaction.

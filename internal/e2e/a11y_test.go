@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
-	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/mail/smtpsink"
 	"github.com/latchkey/latchkey/internal/seal"
@@ -152,9 +149,7 @@ func TestPagesAccessibilityAt390px(t *testing.T) {
 	sink := smtpsink.Start(t)
 	app := newClientApp(t)
 	cfg := testConfig(app.callbackURL())
-	host, port, _ := strings.Cut(sink.Addr, ":")
-	cfg.SMTP = config.SMTP{Host: host, From: "noreply@latchkey.test", TLS: "none", RetryAfter: config.Duration(50 * time.Millisecond)}
-	cfg.SMTP.Port, _ = strconv.Atoi(port)
+	cfg.SMTP = sink.SMTP()
 	s := servertest.Start(t, cfg, servertest.Options{Backend: "sqlite"})
 	e := &journeyEnv{env: &env{backend: "sqlite", s: s, app: app, ctx: ctx}, sink: sink}
 	bg := context.Background()

@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -124,6 +125,23 @@ type env struct {
 	s       *servertest.Server
 	app     *clientApp
 	ctx     context.Context // the browser tab
+}
+
+// introspectAs introspects token at s as the client id (a resource server,
+// HTTP basic with secret) and decodes the answer into dst.
+func introspectAs(t *testing.T, s *servertest.Server, id, secret, token string, dst any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.URL+"/oauth/api/v2/token/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(id, secret)
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(dst); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // forEachBackend runs fn on every store backend, each with its own server,

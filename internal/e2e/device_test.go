@@ -217,23 +217,13 @@ func approve(t *testing.T, s *servertest.Server, bearer, userCode string) (int, 
 // belongs to the person, the client and the scope.
 func expectActive(t *testing.T, e *env, token, client, scope string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", e.s.URL+"/oauth/api/v2/token/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("web", webSecret)
-	resp, err := e.s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var got struct {
 		Active   bool   `json:"active"`
 		ClientID string `json:"client_id"`
 		Scope    string `json:"scope"`
 		Sub      string `json:"sub"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-		t.Fatal(err)
-	}
+	introspectAs(t, e.s, "web", webSecret, token, &got)
 	p, err := e.s.Store.GetPersonByEmail(context.Background(), "", personEmail)
 	if err != nil {
 		t.Fatal(err)

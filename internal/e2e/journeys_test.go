@@ -3,16 +3,13 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
-	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/mail/smtpsink"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 )
@@ -30,10 +27,7 @@ func forEachBackendWithMail(t *testing.T, configure func(*cimconfig.Snapshot), f
 			sink := smtpsink.Start(t)
 			app := newClientApp(t)
 			cfg := testConfig(app.callbackURL())
-			host, port, _ := strings.Cut(sink.Addr, ":")
-			cfg.SMTP = config.SMTP{Host: host, From: "noreply@latchkey.test", TLS: "none",
-				RetryAfter: config.Duration(50 * time.Millisecond)}
-			cfg.SMTP.Port, _ = strconv.Atoi(port)
+			cfg.SMTP = sink.SMTP()
 			s := servertest.Start(t, cfg, servertest.Options{Backend: backend})
 			cim := s.App.Journeys().Config
 			err := cim.Update(context.Background(), []string{cimconfig.UnitFeatures, cimconfig.UnitAttributes,

@@ -149,18 +149,8 @@ func (e *oidcEnv) personID(t *testing.T) string {
 // introspect answers the introspection of token as the api client (a resource server).
 func (e *oidcEnv) introspect(t *testing.T, token string) map[string]any {
 	t.Helper()
-	req, _ := http.NewRequest("POST", e.s.URL+"/oauth/api/v2/token/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("api", apiSecret)
-	resp, err := e.s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var got map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-		t.Fatal(err)
-	}
+	introspectAs(t, e.s, "api", apiSecret, token, &got)
 	return got
 }
 

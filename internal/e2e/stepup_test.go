@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -76,31 +73,16 @@ func TestEmailCodeStepUpInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exchange: %v", err)
 		}
-		if amr := introspectAMR(t, e, tok.AccessToken); !slices.Equal(amr, []string{"DEFAULT", "OTP", "EMAIL"}) {
-			t.Errorf("amr %v, want DEFAULT OTP EMAIL", amr)
+		var got struct {
+			AMR []string `json:"amr"`
+		}
+		introspectAs(t, e.s, "web", webSecret, tok.AccessToken, &got)
+		if !slices.Equal(got.AMR, []string{"DEFAULT", "OTP", "EMAIL"}) {
+			t.Errorf("amr %v, want DEFAULT OTP EMAIL", got.AMR)
 		}
 		e.mailTo(t, personEmail, "You confirmed a sign-in")
 		if got := run(t, e.ctx, "no code field left", chromedp.Evaluate[bool](`!!document.getElementById('code')`)); got {
 			t.Error("the client's page has a code field")
 		}
 	})
-}
-
-func introspectAMR(t *testing.T, e *journeyEnv, token string) []string {
-	t.Helper()
-	req, _ := http.NewRequest("POST", e.s.URL+"/oauth/api/v2/token/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("web", webSecret)
-	resp, err := e.s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var got struct {
-		AMR []string `json:"amr"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-		t.Fatal(err)
-	}
-	return got.AMR
 }

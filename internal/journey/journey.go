@@ -140,11 +140,16 @@ func mailLimits(facts request.Facts, email string) []throttle.Limit {
 }
 
 func (s *Service) reserveMail(ctx context.Context, facts request.Facts, email string) error {
-	err := throttle.Reserve(ctx, s.Store, s.Now(), mailLimits(facts, email)...)
+	return throttled(throttle.Reserve(ctx, s.Store, s.Now(), mailLimits(facts, email)...), ErrThrottled)
+}
+
+// throttled answers a throttle's refusal as as (a 429), with the refusal's
+// Retry-After; other errors pass.
+func throttled(err error, as *httpx.Error) error {
 	var refused *throttle.Refused
 	if errors.As(err, &refused) {
-		e := httpx.TooManyRequests(ErrThrottled.Code, ErrThrottled.Description, refused.RetryAfter)
-		e.Cause = ErrThrottled
+		e := httpx.TooManyRequests(as.Code, as.Description, refused.RetryAfter)
+		e.Cause = as
 		return e
 	}
 	return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +22,10 @@ const wait = 20 * time.Second
 func mailServer(t *testing.T, backend string, notify *cimconfig.EmailNotificationConfiguration) (*servertest.Server, *smtpsink.Process) {
 	t.Helper()
 	sink := smtpsink.Start(t)
-	host, port, _ := strings.Cut(sink.Addr, ":")
 	cfg := &config.Config{
 		APIUsers: []config.APIUser{{Username: "importer", Password: "importer-password"}},
-		SMTP:     config.SMTP{Host: host, From: "noreply@latchkey.test", TLS: "none", RetryAfter: config.Duration(50 * time.Millisecond)},
+		SMTP:     sink.SMTP(),
 	}
-	cfg.SMTP.Port, _ = strconv.Atoi(port)
 	s := servertest.Start(t, cfg, servertest.Options{Backend: backend})
 	err := s.App.Journeys().Config.Update(context.Background(), []string{cimconfig.UnitEmailNotifications}, func(snap *cimconfig.Snapshot) error {
 		snap.EmailNotifications = notify

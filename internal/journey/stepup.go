@@ -89,16 +89,6 @@ func newEmailCode() (string, error) {
 	return fmt.Sprintf("%0*d", EmailCodeDigits, n.Int64()), nil
 }
 
-func throttled(err error) error {
-	var refused *throttle.Refused
-	if errors.As(err, &refused) {
-		e := httpx.TooManyRequests(ErrEmailCodeThrottled.Code, ErrEmailCodeThrottled.Description, refused.RetryAfter)
-		e.Cause = ErrEmailCodeThrottled
-		return e
-	}
-	return err
-}
-
 // SendEmailCode mails p a new one-time code for the step-up of the browser
 // session whose hash is session. The code and its mail are written in one
 // transaction, and a new code replaces the unused older ones.
@@ -108,7 +98,7 @@ func (s *Service) SendEmailCode(ctx context.Context, f request.Facts, p store.Pe
 	}
 	limit := throttle.Limit{Key: "emailcode:send:" + p.ID, Max: MaxEmailCodeSends, Window: EmailCodeWindow}
 	if err := throttle.Reserve(ctx, s.Store, s.Now(), limit); err != nil {
-		return throttled(err)
+		return throttled(err, ErrEmailCodeThrottled)
 	}
 	now := s.Now().UTC()
 	for attempt := 0; ; attempt++ {
@@ -145,7 +135,7 @@ func (s *Service) CheckEmailCode(ctx context.Context, f request.Facts, p store.P
 	limit := throttle.Limit{Key: "emailcode:fail:" + p.ID, Max: MaxEmailCodeFails, Window: EmailCodeWindow}
 	if err := throttle.Reserve(ctx, s.Store, s.Now(), limit); err != nil {
 		s.observe(ctx, f, events.TOTPFailed, p.ID)
-		return throttled(err)
+		return throttled(err, ErrEmailCodeThrottled)
 	}
 	if len(code) != EmailCodeDigits || !isDigits(code) {
 		s.observe(ctx, f, events.TOTPFailed, p.ID)

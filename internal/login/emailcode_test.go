@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +24,12 @@ func emailCodeServer(t *testing.T, backend string, stepUp func(*cimconfig.StepUp
 	t.Helper()
 	sink := smtpsink.Start(t)
 	yes := true
-	host, port, _ := strings.Cut(sink.Addr, ":")
 	cfg := &config.Config{
 		Clients: []config.Client{{ClientID: "web", ClientSecret: "web-secret-web-secret", RedirectURIs: []string{cb},
 			GrantTypes: []string{"authorization_code", "refresh_token"}, Scopes: []string{"vault", "profile"}, ConsentRequired: &yes}},
 		Persons: []config.Person{{Email: email, Password: pass}},
-		SMTP:    config.SMTP{Host: host, From: "noreply@latchkey.test", TLS: "none", RetryAfter: config.Duration(50 * time.Millisecond)},
+		SMTP:    sink.SMTP(),
 	}
-	cfg.SMTP.Port, _ = strconv.Atoi(port)
 	s := servertest.Start(t, cfg, servertest.Options{Backend: backend, Clock: servertest.NewClock()})
 	ctx := context.Background()
 	if err := s.Store.CreateScope(ctx, store.Scope{ID: "vault", AuthenticationLevel: 2, VerificationFailedEndpoint: "https://svc.example/failed"}); err != nil {
@@ -57,18 +54,7 @@ func emailCodeServer(t *testing.T, backend string, stepUp func(*cimconfig.StepUp
 // token, and where the browser was sent after the password.
 func toStepUp(t *testing.T, s *servertest.Server, b *http.Client) (request, csrf string, next *url.URL) {
 	t.Helper()
-	q := url.Values{"client_id": {"web"}, "response_type": {"code"}, "redirect_uri": {cb}, "scope": {"vault"}, "state": {"st"}}
-	resp, err := b.Get(s.URL + "/oauth/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc := location(t, resp)
-	request = loc.Query().Get("request")
-	page := servertest.Get(t, b, loc.String())
-	csrf = servertest.CSRFRE.FindStringSubmatch(page)[1]
-	resp = form(t, b, s.URL+"/login", url.Values{"csrf_token": {csrf}, "request": {request}, "email": {email}, "password": {pass}})
-	return request, csrf, location(t, resp)
+	return logIn(t, s, b, url.Values{"client_id": {"web"}, "response_type": {"code"}, "redirect_uri": {cb}, "scope": {"vault"}, "state": {"st"}})
 }
 
 func emailAction(t *testing.T, s *servertest.Server, b *http.Client, request, csrf string, v url.Values) *http.Response {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,12 +23,10 @@ import (
 func journeysServer(t *testing.T, backend string, on bool) (*servertest.Server, *smtpsink.Process) {
 	t.Helper()
 	sink := smtpsink.Start(t)
-	host, port, _ := strings.Cut(sink.Addr, ":")
 	cfg := &config.Config{
 		Persons: []config.Person{{Email: email, Password: pass}},
-		SMTP:    config.SMTP{Host: host, From: "noreply@latchkey.test", TLS: "none", RetryAfter: config.Duration(50 * time.Millisecond)},
+		SMTP:    sink.SMTP(),
 	}
-	cfg.SMTP.Port, _ = strconv.Atoi(port)
 	s := servertest.Start(t, cfg, servertest.Options{Backend: backend})
 	typ := cimconfig.ActivationEmail
 	err := s.App.Journeys().Config.Update(context.Background(), []string{cimconfig.UnitFeatures}, func(snap *cimconfig.Snapshot) error {

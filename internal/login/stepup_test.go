@@ -229,7 +229,10 @@ func setLevel(t *testing.T, s *servertest.Server, id string, level int) {
 	}
 }
 
-func toTOTPFor(t *testing.T, s *servertest.Server, b *http.Client, q url.Values) (request, csrf string) {
+// logIn sends the browser b to the authorization request q and signs in
+// with the password: the request id, the CSRF token, and where the browser
+// was sent after the password.
+func logIn(t *testing.T, s *servertest.Server, b *http.Client, q url.Values) (request, csrf string, next *url.URL) {
 	t.Helper()
 	resp, err := b.Get(s.URL + "/oauth/authorize?" + q.Encode())
 	if err != nil {
@@ -241,8 +244,14 @@ func toTOTPFor(t *testing.T, s *servertest.Server, b *http.Client, q url.Values)
 	page := servertest.Get(t, b, loc.String())
 	csrf = servertest.CSRFRE.FindStringSubmatch(page)[1]
 	resp = form(t, b, s.URL+"/login", url.Values{"csrf_token": {csrf}, "request": {request}, "email": {email}, "password": {pass}})
-	if loc := location(t, resp); loc.Path != "/login/totp" {
-		t.Fatalf("after login the browser goes to %s, want /login/totp", loc)
+	return request, csrf, location(t, resp)
+}
+
+func toTOTPFor(t *testing.T, s *servertest.Server, b *http.Client, q url.Values) (request, csrf string) {
+	t.Helper()
+	request, csrf, next := logIn(t, s, b, q)
+	if next.Path != "/login/totp" {
+		t.Fatalf("after login the browser goes to %s, want /login/totp", next)
 	}
 	return request, csrf
 }

@@ -3,7 +3,6 @@ package personimport
 import (
 	"encoding/base64"
 	"fmt"
-	"net/mail"
 	"regexp"
 	"strings"
 	"time"
@@ -79,7 +78,7 @@ func validate(p Person, prf string, idps map[string]string, now time.Time) (cand
 	primary := ""
 	primaries := 0
 	for _, e := range pr.EmailAddresses {
-		if !validEmail(e.Value) {
+		if !identity.ValidEmail(e.Value) {
 			return c, fail(CodeInvalidEmail, ref, "email address %q is not valid", clip(e.Value))
 		}
 		if e.Primary {
@@ -164,16 +163,11 @@ func validate(p Person, prf string, idps map[string]string, now time.Time) (cand
 // checkProfile checks the rest of the profile and fills out; it returns a
 // message for the first problem.
 func checkProfile(pr *Profile, out *store.PersonProfile, now time.Time) string {
-	switch pr.Gender {
-	case "", "M", "F", "U":
-	default:
+	if !identity.ValidGender(pr.Gender) {
 		return fmt.Sprintf("gender %q is not M, F or U", clip(pr.Gender))
 	}
-	if pr.DateOfBirth != "" {
-		d, err := time.Parse(time.DateOnly, pr.DateOfBirth)
-		if err != nil || d.After(now) || d.Year() < 1850 {
-			return fmt.Sprintf("date_of_birth %q is not a past date YYYY-MM-DD", clip(pr.DateOfBirth))
-		}
+	if !identity.ValidDateOfBirth(pr.DateOfBirth, now) {
+		return fmt.Sprintf("date_of_birth %q is not a past date YYYY-MM-DD", clip(pr.DateOfBirth))
 	}
 	if pr.PreferredLocale != "" && !localeRE.MatchString(pr.PreferredLocale) {
 		return fmt.Sprintf("preferred_locale %q is not a locale code", clip(pr.PreferredLocale))
@@ -229,20 +223,6 @@ func checkProfile(pr *Profile, out *store.PersonProfile, now time.Time) string {
 		out.Addresses = append(out.Addresses, sa)
 	}
 	return ""
-}
-
-// validEmail accepts a bare addr-spec (no display name) of at most 254
-// bytes with a dotted domain.
-func validEmail(s string) bool {
-	if s == "" || len(s) > 254 {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s || a.Name != "" {
-		return false
-	}
-	at := strings.LastIndexByte(s, '@')
-	return at > 0 && strings.Contains(s[at+1:], ".") && !strings.HasSuffix(s, ".")
 }
 
 // clip keeps values echoed in messages short.

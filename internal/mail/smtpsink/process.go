@@ -6,10 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/config"
 )
 
 var (
@@ -46,6 +49,15 @@ type Process struct {
 	Dir  string // where the mails are
 	t    testing.TB
 	cmd  *exec.Cmd
+}
+
+// SMTP is the smtp section of a latchkey config that mails p: no TLS, and
+// a quick retry so that a test waits little for a mail sent again.
+func (p *Process) SMTP() config.SMTP {
+	host, port, _ := strings.Cut(p.Addr, ":")
+	n, _ := strconv.Atoi(port)
+	return config.SMTP{Host: host, Port: n, From: "noreply@latchkey.test", TLS: "none",
+		RetryAfter: config.Duration(50 * time.Millisecond)}
 }
 
 // Start runs smtpsink as a separate process on a free port, storing mails
