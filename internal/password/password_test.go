@@ -163,3 +163,21 @@ func TestPBKDF2PHC(t *testing.T) {
 		}
 	}
 }
+
+func TestTimingDummyHasHashParameters(t *testing.T) {
+	p, ok := parseArgon2id(TimingDummy)
+	if !ok {
+		t.Fatal("TimingDummy does not parse")
+	}
+	fresh, err := Hash("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := parseArgon2id(fresh)
+	if p.memory != q.memory || p.time != q.time || p.threads != q.threads || len(p.key) != len(q.key) || len(p.salt) != len(q.salt) {
+		t.Fatalf("TimingDummy %+v, Hash %+v: a verification against it would not cost what a real one costs", p, q)
+	}
+	if NeedsRehash(TimingDummy) {
+		t.Fatal("TimingDummy needs a rehash")
+	}
+}
