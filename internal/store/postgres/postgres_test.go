@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,6 +65,41 @@ func TestPostgresConcurrentMigrate(t *testing.T) {
 	// Running again is a no-op.
 	if err := stores[1].Migrate(context.Background()); err != nil {
 		t.Errorf("second migrate: %v", err)
+	}
+}
+
+// An instance starting on an up-to-date database neither takes the
+// migration lock nor writes: while another session holds the lock (an
+// instance migrating), it still opens at once.
+func TestUpToDateStartTakesNoMigrationLock(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	first, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	holder, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	conn, err := holder.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_lock(7809847814149645689)`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	second, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("open beside a held migration lock: %v", err)
+	}
+	defer second.Close()
+	if got := second.Migrations().Applied; len(got) != 0 {
+		t.Errorf("the second open applied %v", got)
 	}
 }
 

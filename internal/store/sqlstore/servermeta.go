@@ -11,24 +11,39 @@ import (
 // serverKeyFingerprint names the server_meta row of ClaimServerKey.
 const serverKeyFingerprint = "server_key_fingerprint"
 
-// ClaimServerKey inserts the fingerprint unless a row exists (the first
-// claim wins atomically, on the primary key), then compares the row with it.
+// ClaimServerKey compares the recorded fingerprint with fingerprint; when
+// none is recorded it inserts it (the first claim wins atomically, on the
+// primary key) and compares again. The read comes first: every start but
+// the first finds the row, and a write would cost a commit (on SQLite, a
+// sync) on the way to ready.
 func (db *DB) ClaimServerKey(ctx context.Context, fingerprint []byte) error {
 	if len(fingerprint) == 0 {
 		return errors.New("store: empty server key fingerprint")
 	}
-	if _, err := db.exec(ctx, `INSERT INTO server_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
-		serverKeyFingerprint, fingerprint); err != nil {
-		return err
+	recorded, err := db.serverKeyFingerprint(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		if _, err := db.exec(ctx, `INSERT INTO server_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
+			serverKeyFingerprint, fingerprint); err != nil {
+			return err
+		}
+		recorded, err = db.serverKeyFingerprint(ctx)
 	}
-	var recorded []byte
-	// Read on the writer, the connection that just ran the insert.
-	if err := db.queryRowWrite(ctx, `SELECT value FROM server_meta WHERE name = ?`, serverKeyFingerprint).
-		Scan(&recorded); err != nil {
-		return db.scanErr(err)
+	if err != nil {
+		return err
 	}
 	if subtle.ConstantTimeCompare(recorded, fingerprint) != 1 {
 		return store.ErrServerKeyMismatch
 	}
 	return nil
+}
+
+// serverKeyFingerprint reads the recorded fingerprint on the writer, the
+// connection that runs the insert (SQLite's readers could lag behind it).
+func (db *DB) serverKeyFingerprint(ctx context.Context) ([]byte, error) {
+	var recorded []byte
+	if err := db.queryRowWrite(ctx, `SELECT value FROM server_meta WHERE name = ?`, serverKeyFingerprint).
+		Scan(&recorded); err != nil {
+		return nil, db.scanErr(err)
+	}
+	return recorded, nil
 }

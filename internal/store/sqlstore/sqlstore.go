@@ -509,6 +509,9 @@ func affected(res sql.Result) (int64, error) {
 // PostgreSQL serialise on the dialect's lock: each migration is applied by
 // exactly one of them, the others wait for it and then find it applied.
 func (db *DB) Migrate(ctx context.Context) error {
+	if db.migrated(ctx) {
+		return nil
+	}
 	for _, m := range db.d.Migrations {
 		applied, err := db.migrateOne(ctx, m)
 		if err != nil {
@@ -519,6 +522,23 @@ func (db *DB) Migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// migrated reports whether every migration this binary knows is applied,
+// with one read: the common start, which then writes nothing. Any doubt
+// (no table yet, an error) answers false, and Migrate takes the locked,
+// one-by-one path, which finds for itself what is applied.
+func (db *DB) migrated(ctx context.Context) bool {
+	applied, err := db.AppliedVersions(ctx)
+	if err != nil {
+		return false
+	}
+	for _, m := range db.d.Migrations {
+		if _, ok := slices.BinarySearch(applied, m.Version); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // MigrationReport is what the start-up log says about the schema.
