@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +34,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	database := fs.String("database", "", "database of the server under test (default: SQLite in a temporary folder)")
 	target := fs.String("target", "", "base URL of an already running server started with --print-config's configuration")
 	printConfig := fs.Bool("print-config", false, "print the configuration the benchmark's server needs and exit")
+	startups := fs.Int("startups", 5, "after the scenarios, restart the server this many times on its database and report the time to ready")
 	profileDir := fs.String("profile", "", "write the server's CPU and allocation profiles of each scenario into this `folder`")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -91,14 +93,36 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			env, debugBase = append(env, "LATCHKEY_DEBUG_LISTEN="+debugAddr), "http://"+debugAddr
 		}
-		cmd, err := startChild(ctx, []string{"serve", "--config", cfg}, env...)
+		serveArgs := []string{"serve", "--config", cfg}
+		cmd, err := startChild(ctx, serveArgs, env...)
 		if err != nil {
 			return err
 		}
-		defer stopChild(cmd)
+		defer func() { stopChild(cmd) }()
 		base, serverPID = "http://"+addr, cmd.Process.Pid
 		if err := waitHTTP(ctx, base+"/health/ready"); err != nil {
 			return err
+		}
+		if *startups > 0 {
+			defer func() {
+				if ctx.Err() != nil {
+					return
+				}
+				stopChild(cmd)
+				var took []time.Duration
+				for range *startups {
+					var d time.Duration
+					if cmd, d, err = timeToReady(ctx, serveArgs, env, base+"/health/ready"); err != nil {
+						fmt.Fprintf(stdout, "\nstart to ready: %v\n", err)
+						return
+					}
+					took = append(took, d)
+					stopChild(cmd)
+				}
+				slices.Sort(took)
+				fmt.Fprintf(stdout, "\nstart to ready on this database, %d starts: median %.1f ms (min %.1f, max %.1f)\n",
+					len(took), ms(took[len(took)/2]), ms(took[0]), ms(took[len(took)-1]))
+			}()
 		}
 		store := "sqlite"
 		if strings.HasPrefix(db, "postgres") {
@@ -131,6 +155,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		var lat, ceilLat []time.Duration
 		var elapsed, ceilElapsed time.Duration
 		var cpu float64
+		resetPeakRSS(serverPID)
 		n := benchRounds(*dur)
 		for range n {
 			cpu0 := cpuSeconds(serverPID)
@@ -153,6 +178,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if serverPID != 0 && reqs > 0 {
 			r.CPUPer1000 = cpu / float64(reqs) * 1000
 		}
+		r.PeakRSS = peakRSS(serverPID)
 		results = append(results, r)
 	}
 	printResults(stdout, results)
@@ -191,15 +217,18 @@ func fetchProfile(ctx context.Context, debugBase, name, dir string, d time.Durat
 
 func printResults(w io.Writer, results []bench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tceiling req/s\tratio\tp50\tp90\tp99\tmax\terrors\tserver CPU s/1k req\tceiling p99\t")
+	fmt.Fprintln(tw, "scenario\treq/s\tceiling req/s\tratio\tp50\tp90\tp99\tmax\terrors\tserver CPU s/1k req\tceiling p99\tserver peak RSS\t")
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + "ms" }
 	for _, r := range results {
-		cpu := "n/a"
+		cpu, rss := "n/a", "n/a"
 		if !math.IsNaN(r.CPUPer1000) {
 			cpu = strconv.FormatFloat(r.CPUPer1000, 'f', 3, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f%%\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", r.Name, r.RPS(), r.CeilingRPS, r.Ratio()*100,
-			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, cpu, ms(r.CeilingP99))
+		if r.PeakRSS > 0 {
+			rss = strconv.FormatFloat(float64(r.PeakRSS)/(1<<20), 'f', 1, 64) + "MiB"
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f%%\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.Name, r.RPS(), r.CeilingRPS, r.Ratio()*100,
+			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, cpu, ms(r.CeilingP99), rss)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -316,6 +345,60 @@ func waitHTTP(ctx context.Context, url string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("bench: %s did not answer within 30 s", url)
+}
+
+// timeToReady starts the server and returns it with the time from its
+// start to its first 200 from readiness, polled every millisecond.
+func timeToReady(ctx context.Context, args, env []string, readyURL string) (*exec.Cmd, time.Duration, error) {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
+	start := time.Now()
+	cmd, err := startChild(ctx, args, env...)
+	if err != nil {
+		return nil, 0, err
+	}
+	for time.Since(start) < 30*time.Second {
+		req, _ := http.NewRequestWithContext(ctx, "GET", readyURL, nil)
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return cmd, time.Since(start), nil
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stopChild(cmd)
+	return nil, 0, fmt.Errorf("%s did not answer 200 within 30 s", readyURL)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// resetPeakRSS starts a new peak of pid's resident memory (Linux: "5" to
+// clear_refs resets VmHWM); elsewhere, or without the right, the peak
+// stays the process's whole life so far.
+func resetPeakRSS(pid int) {
+	if pid != 0 {
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+	}
+}
+
+// peakRSS is pid's peak resident memory in bytes (VmHWM), 0 when unknown.
+func peakRSS(pid int) int64 {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 func freeAddr() (string, error) {

@@ -27,6 +27,7 @@ type Result struct {
 	CeilingRPS  float64       // the bare handler's requests/s under the same load
 	CeilingP99  time.Duration // and its 99th percentile latency
 	BodyBytes   int           // typical answer size (the ceiling answers as much)
+	PeakRSS     int64         // the server's peak resident memory during the scenario, bytes (0 when unknown)
 	Description string
 }
 
