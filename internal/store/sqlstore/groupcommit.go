@@ -20,6 +20,11 @@ type GroupCommit struct {
 		Tx(ctx context.Context, fn func(store.Store) error) error
 	}
 
+	// OneStatement, when set, appends a batch in a single statement outside
+	// a transaction: atomic by itself, it needs no BEGIN and COMMIT
+	// (PostgreSQL: two round trips fewer per batch).
+	OneStatement func(ctx context.Context, es []store.Event) error
+
 	mu      sync.Mutex
 	queue   []queued
 	running bool
@@ -66,7 +71,12 @@ func (g *GroupCommit) run() {
 			all = append(all, q.events...)
 		}
 		ctx := context.Background()
-		err := g.Store.Tx(ctx, func(tx store.Store) error { return tx.AppendEvents(ctx, all...) })
+		var err error
+		if g.OneStatement != nil {
+			err = g.OneStatement(ctx, all)
+		} else {
+			err = g.Store.Tx(ctx, func(tx store.Store) error { return tx.AppendEvents(ctx, all...) })
+		}
 		for _, q := range batch {
 			q.done <- err
 		}

@@ -185,6 +185,9 @@ func (db *DB) Reset(ctx context.Context, key string) error {
 // engines' parameter limits (SQLite 32766, PostgreSQL 65535).
 const eventBatch = 500
 
+// eventParams is the number of parameters of an event row.
+const eventParams = 16
+
 // AppendEvents appends events, many rows per statement.
 func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
 	// In a transaction (or for one event), one prepared statement per row:
@@ -212,6 +215,10 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string,
 	args := func(e store.Event) []any {
 		return []any{e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
 			e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context), e.Occurred.UnixMilli()}
+	}
+	// A few rows fit a cached VALUES statement, which plans faster.
+	if db.d.ArrayInsert && !perRow && len(es)*eventParams > maxStmtParams {
+		return db.insertEventArrays(ctx, es, suffix)
 	}
 	if perRow {
 		for _, e := range es {
@@ -242,6 +249,30 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string,
 		es = es[n:]
 	}
 	return nil
+}
+
+// insertEventArrays inserts es in one statement whose text does not depend
+// on how many there are (PostgreSQL: a column array per parameter): one
+// prepared statement serves every batch, where a VALUES list per batch
+// size would be parsed, planned and closed each time.
+func (db *DB) insertEventArrays(ctx context.Context, es []store.Event, suffix string) error {
+	var ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions, contexts []string
+	occurred := make([]int64, 0, len(es))
+	for _, e := range es {
+		ids, kinds, types, names = append(ids, e.ID), append(kinds, e.Kind), append(types, e.Type), append(names, e.Name)
+		clients, apps, txs = append(clients, e.ClientID), append(apps, e.AppName), append(txs, e.TransactionID)
+		users, usersLower, persons = append(users, e.UserID), append(usersLower, lower(e.UserID)), append(persons, e.PersonID)
+		ips, agents, agentUsers = append(ips, e.ClientIP), append(agents, e.UserAgent), append(agentUsers, e.AgentUser)
+		partitions, contexts = append(partitions, e.Partition), append(contexts, stringMap(e.Context))
+		occurred = append(occurred, e.Occurred.UnixMilli())
+	}
+	_, err := db.exec(ctx, `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id,
+			user_id_lower, person_id, client_ip, user_agent, agent_user, partition_id, context, occurred)
+		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+			?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[])`+suffix,
+		ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions,
+		contexts, occurred)
+	return err
 }
 
 // deleteBefore runs each DELETE of qs with the cut-off cut and reports how

@@ -56,6 +56,10 @@ type Dialect struct {
 	// KeyShare holds a row against DELETE until the transaction ends, and
 	// nothing else (" FOR KEY SHARE" on PostgreSQL; "" on SQLite).
 	KeyShare string
+	// ArrayInsert inserts many events in one statement of column arrays
+	// (PostgreSQL's unnest), whatever their number, instead of a VALUES
+	// list per batch size.
+	ArrayInsert bool
 	// IndexHints names the index of an event search (SQLite's INDEXED BY).
 	IndexHints bool
 	// TablesQuery lists the names of the store's tables (FindText).
@@ -128,6 +132,11 @@ func New(d *Dialect, write, read *sql.DB) *DB {
 	}
 	db := &DB{d: d, write: write, read: read, shared: &shared{}}
 	db.shared.events.Store = db
+	if d.ArrayInsert {
+		db.shared.events.OneStatement = func(ctx context.Context, es []store.Event) error {
+			return db.insertEvents(ctx, es, "", false)
+		}
+	}
 	return db
 }
 
