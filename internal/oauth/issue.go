@@ -110,6 +110,15 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			}
 		}
 	}
+	// Read in the transaction, after the hook may have narrowed the
+	// scopes, and before the first write: keeping this read cheap is the
+	// backend's business (SQLite answers it from memory; PostgreSQL sends
+	// a read that comes before any write outside the transaction, whose
+	// inserts then go as one statement).
+	configured, err := st.GetScopes(ctx, is.scopes)
+	if err != nil {
+		return nil, store.Grant{}, err
+	}
 	g := store.Grant{}
 	if is.grant != nil {
 		g = *is.grant
@@ -135,13 +144,6 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		if err := st.CreateGrant(ctx, g); err != nil {
 			return nil, g, err
 		}
-	}
-	// Read in the transaction, after the hook may have narrowed the
-	// scopes; keeping this read cheap is the backend's business (SQLite
-	// answers it from memory).
-	configured, err := st.GetScopes(ctx, is.scopes)
-	if err != nil {
-		return nil, g, err
 	}
 	limit := scopes.UsageLimit(configured)
 	exp := now.Add(is.client.AccessTokenLifetime)

@@ -56,6 +56,9 @@ type Dialect struct {
 	// KeyShare holds a row against DELETE until the transaction ends, and
 	// nothing else (" FOR KEY SHARE" on PostgreSQL; "" on SQLite).
 	KeyShare string
+	// DeferInserts runs transactions as lazyTx: BEGIN with the first
+	// statement that needs it, held inserts sent as one statement.
+	DeferInserts bool
 	// ArrayInsert inserts many events in one statement of column arrays
 	// (PostgreSQL's unnest), whatever their number, instead of a VALUES
 	// list per batch size.
@@ -78,8 +81,9 @@ type DB struct {
 	d      *Dialect
 	write  *sql.DB // writes and transactions
 	read   *sql.DB // plain reads (SQLite: a pool of read-only connections); may equal write
-	tx     *sql.Tx // the transaction of a Tx's DB; nil outside
+	tx     *sql.Tx // the transaction of a Tx's DB; nil outside (and in a lazy one until it begins)
 	inTx   bool
+	lazy   *lazyTx // DeferInserts: the transaction's held state
 	shared *shared
 	// savepoints numbers the savepoints of a transaction.
 	savepoints *int
@@ -190,6 +194,9 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 	if db.d.GroupCommit {
 		return db.shared.batch.run(ctx, db, own, fn)
 	}
+	if db.d.DeferInserts {
+		return db.runLazyTx(ctx, fn)
+	}
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
 	for attempt := 0; db.retryBadConn(ctx, err, attempt); attempt++ {
 		tx, err = db.write.BeginTx(ctx, db.d.TxOptions) // see retryBadConn
@@ -214,6 +221,27 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 	return db.d.Translate(tx.Commit())
 }
 
+// runLazyTx is runTx for Dialect.DeferInserts (lazytx.go).
+func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error) error {
+	child := db.txChild(nil)
+	child.lazy = &lazyTx{}
+	defer func() {
+		if p := recover(); p != nil {
+			if child.lazy.tx != nil {
+				_ = child.lazy.tx.Rollback()
+			}
+			db.endTx(child)
+			panic(p)
+		}
+		db.endTx(child)
+		db.preparePending(ctx)
+	}()
+	if err := fn(child); err != nil {
+		return rollbackLazy(child.lazy, err)
+	}
+	return db.commitLazy(ctx, child)
+}
+
 // Savepoint runs fn inside a savepoint of the current transaction: an error
 // of fn undoes fn's writes only and the transaction goes on (PostgreSQL
 // would otherwise refuse every later statement of the transaction). Outside
@@ -222,14 +250,28 @@ func (db *DB) Savepoint(ctx context.Context, fn func(store.Store) error) (err er
 	if !db.inTx {
 		return db.Tx(ctx, fn)
 	}
+	if db.lazy != nil {
+		// The savepoint must hold exactly fn's writes.
+		if err := db.flushHeld(ctx); err != nil {
+			return err
+		}
+	}
 	*db.savepoints++
 	name := "lk_sp" + strconv.Itoa(*db.savepoints)
 	if _, err := db.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
 		return db.d.Translate(err)
 	}
-	if err := fn(db); err != nil {
+	err = fn(db)
+	if err == nil && db.lazy != nil {
+		err = db.flushHeld(ctx)
+	}
+	if err != nil {
 		if _, rerr := db.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
 			return errors.Join(err, db.d.Translate(rerr))
+		}
+		if db.lazy != nil {
+			// Undone: what fn held, and a failed flush of it.
+			db.lazy.pending, db.lazy.failed = db.lazy.pending[:0], nil
 		}
 		return err
 	}
@@ -353,6 +395,9 @@ func (t txStatement) QueryRowContext(ctx context.Context, args ...any) *sql.Row 
 }
 
 func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, err error) {
+	if err := db.beforeStatement(ctx, q, true); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), true)
 		if err != nil {
@@ -429,6 +474,9 @@ func (r *row) Scan(dest ...any) error {
 }
 
 func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row {
+	if err := db.beforeStatement(ctx, q, write); err != nil {
+		return &row{err: err, done: func() {}}
+	}
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
 		if err != nil {
@@ -476,6 +524,9 @@ func (db *DB) queryWrite(ctx context.Context, q string, args ...any) (*rows, err
 }
 
 func (db *DB) queryOn(ctx context.Context, write bool, q string, args ...any) (*rows, error) {
+	if err := db.beforeStatement(ctx, q, write); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
 		if err != nil {

@@ -12,11 +12,10 @@ import (
 
 // CreateGrant inserts a grant.
 func (db *DB) CreateGrant(ctx context.Context, g store.Grant) error {
-	_, err := db.exec(ctx, `INSERT INTO grants (id, client_id, subject, scopes, auth_level, amr, data, created_at,
+	return db.insertOrHold(ctx, `INSERT INTO grants (id, client_id, subject, scopes, auth_level, amr, data, created_at,
 		expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		g.ID, g.ClientID, g.Subject, list(g.Scopes), g.AuthLevel, list(g.AMR), g.Data,
 		micros(g.CreatedAt), micros(g.ExpiresAt), micros(g.RevokedAt))
-	return err
 }
 
 // GetGrant returns one grant.
@@ -114,10 +113,9 @@ func scanToken(s scanner) (store.Token, error) {
 
 // CreateToken inserts a token.
 func (db *DB) CreateToken(ctx context.Context, t store.Token) error {
-	_, err := db.exec(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	return db.insertOrHold(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.Hash, t.Kind, t.GrantID, t.ClientID, t.Subject, list(t.Scopes), micros(t.IssuedAt), micros(t.ExpiresAt),
 		t.UsageLimit, t.UsageCount, micros(t.UsedAt), micros(t.RevokedAt))
-	return err
 }
 
 // GetToken returns a token by hash.

@@ -49,6 +49,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
 		{"SavepointKeepsTheRest", testSavepoint},
+		{"TxInsertsOnly", testTxInsertsOnly},
 		{"RevokePerson", testRevokePerson},
 		{"DeletePerson", testDeletePerson},
 		{"Outbox", testOutbox},

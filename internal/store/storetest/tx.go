@@ -155,3 +155,114 @@ func testTxIsolationRace(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testTxInsertsOnly covers transactions made of inserts and plain reads,
+// which PostgreSQL sends as one statement without BEGIN (lazytx.go): reads
+// see the transaction's own inserts, an insert that fails fails the whole
+// Tx with its own error and writes nothing, and a failed function writes
+// nothing either.
+func testTxInsertsOnly(t *testing.T, s store.Store) {
+	if err := s.CreateGrant(ctx(), grant("taken")); err != nil {
+		t.Fatal(err)
+	}
+	// A read before any write, then inserts only: all committed.
+	err := s.Tx(ctx(), func(tx store.Store) error {
+		if _, err := tx.GetGrant(ctx(), "g1"); !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("GetGrant before the insert: %v", err)
+		}
+		if err := tx.CreateGrant(ctx(), grant("g1")); err != nil {
+			return err
+		}
+		if err := tx.CreateToken(ctx(), tok("t1", store.KindAccess, "g1")); err != nil {
+			return err
+		}
+		return tx.AppendEvents(ctx(), store.Event{ID: "e-held-1", Kind: store.EventOAuth, Type: "T", Name: "t", Occurred: t0})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetToken(ctx(), []byte("t1")); err != nil {
+		t.Errorf("committed token: %v", err)
+	}
+	// Reads inside the transaction see its inserts.
+	err = s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.CreateGrant(ctx(), grant("g2")); err != nil {
+			return err
+		}
+		if _, err := tx.GetGrant(ctx(), "g2"); err != nil {
+			return fmt.Errorf("the transaction does not see its own insert: %v", err)
+		}
+		return tx.CreateToken(ctx(), tok("t2", store.KindAccess, "g2"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A conflicting insert fails the Tx with ErrConflict and nothing of it is written.
+	err = s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.CreateToken(ctx(), tok("t3", store.KindAccess, "taken")); err != nil {
+			return err
+		}
+		return tx.CreateGrant(ctx(), grant("taken"))
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Tx with a conflicting insert = %v, want ErrConflict", err)
+	}
+	if _, err := s.GetToken(ctx(), []byte("t3")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the token of a failed transaction was written: %v", err)
+	}
+	// The same after a read that follows the failing insert.
+	err = s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.CreateToken(ctx(), tok("t4", store.KindAccess, "taken")); err != nil {
+			return err
+		}
+		if err := tx.CreateGrant(ctx(), grant("taken")); err != nil {
+			return err
+		}
+		_, err := tx.GetToken(ctx(), []byte("t4"))
+		return err
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Tx with a conflicting insert, then a read = %v, want ErrConflict", err)
+	}
+	if _, err := s.GetToken(ctx(), []byte("t4")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the token of a failed transaction was written: %v", err)
+	}
+	// A function that fails after its inserts writes nothing.
+	boom := errors.New("boom")
+	err = s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.CreateGrant(ctx(), grant("g5")); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Tx = %v, want boom", err)
+	}
+	if _, err := s.GetGrant(ctx(), "g5"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the grant of a failed transaction was written: %v", err)
+	}
+	// A savepoint whose insert conflicts undoes only itself.
+	err = s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.CreateGrant(ctx(), grant("g6")); err != nil {
+			return err
+		}
+		if err := tx.Savepoint(ctx(), func(sp store.Store) error {
+			if err := sp.CreateToken(ctx(), tok("t6-undone", store.KindAccess, "g6")); err != nil {
+				return err
+			}
+			return sp.CreateGrant(ctx(), grant("taken"))
+		}); !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("Savepoint = %v, want ErrConflict", err)
+		}
+		return tx.CreateToken(ctx(), tok("t6", store.KindAccess, "g6"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetToken(ctx(), []byte("t6")); err != nil {
+		t.Errorf("the token after the savepoint: %v", err)
+	}
+	if _, err := s.GetToken(ctx(), []byte("t6-undone")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the undone savepoint's token was written: %v", err)
+	}
+}
