@@ -40,7 +40,7 @@ func clientCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 		}
 		return clientList(ctx, *path, stdout)
 	case "show", "delete", "rotate-secret":
-		id, err := parseID(fs, args[1:])
+		id, err := parseOneArg(fs, args[1:], "the CLIENT_ID")
 		if err != nil {
 			return err
 		}
@@ -67,27 +67,6 @@ func clientCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 		return clientCreate(ctx, fs, path, args[1:], stdin, stdout)
 	}
 	return usageError{fmt.Errorf("client: unknown subcommand %q (want create, list, show, delete or rotate-secret)", verb)}
-}
-
-// parseID parses the flags and the one client id, before or after them.
-func parseID(fs *flag.FlagSet, args []string) (string, error) {
-	id := ""
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", parseError(fs, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if id != "" {
-			return "", usageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
-		}
-		id, args = fs.Arg(0), fs.Args()[1:]
-	}
-	if id == "" {
-		return "", usageError{fmt.Errorf("%s: want the CLIENT_ID", fs.Name())}
-	}
-	return id, nil
 }
 
 // listFlag is a comma-separated list flag.

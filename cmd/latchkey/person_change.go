@@ -31,7 +31,7 @@ func personChangeCmd(ctx context.Context, verb string, args []string, stdout io.
 	fs := flags("person " + verb)
 	path := fs.String("config", "", "YAML config `file`")
 	partition := fs.String("partition", "", "persons `partition` of an email address (default: the default partition)")
-	ref, err := parseRef(fs, args)
+	ref, err := parseOneArg(fs, args, "the person's EMAIL or ID")
 	if err != nil {
 		return err
 	}
@@ -98,10 +98,10 @@ func personChangeCmd(ctx context.Context, verb string, args []string, stdout io.
 	return nil
 }
 
-// parseRef parses the flags and the one positional argument, which may
-// come before, between or after them.
-func parseRef(fs *flag.FlagSet, args []string) (string, error) {
-	ref := ""
+// parseOneArg parses the flags and the one positional argument (what names
+// it in the usage error), which may come before, between or after them.
+func parseOneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
+	arg := ""
 	for {
 		if err := fs.Parse(args); err != nil {
 			return "", parseError(fs, err)
@@ -109,15 +109,15 @@ func parseRef(fs *flag.FlagSet, args []string) (string, error) {
 		if fs.NArg() == 0 {
 			break
 		}
-		if ref != "" {
+		if arg != "" {
 			return "", usageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
 		}
-		ref, args = fs.Arg(0), fs.Args()[1:]
+		arg, args = fs.Arg(0), fs.Args()[1:]
 	}
-	if ref == "" {
-		return "", usageError{fmt.Errorf("%s: want the person's EMAIL or ID", fs.Name())}
+	if arg == "" {
+		return "", usageError{fmt.Errorf("%s: want %s", fs.Name(), what)}
 	}
-	return ref, nil
+	return arg, nil
 }
 
 // findPerson finds a person by email address (within partition) or by ID.

@@ -337,14 +337,26 @@ staticPasswords:
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	startLogged(t, dir, "dex", bin, "serve", path)
+	waitFor(t, issuer+"/.well-known/openid-configuration")
+	return issuer
+}
+
+// waitFor polls u until it answers 200, within a deadline.
+// startLogged starts bin with args for the rest of the test, its output in
+// dir/name.log, which the test's log shows when the test fails.
+func startLogged(t *testing.T, dir, name, bin string, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", path)
-	logf, err := os.Create(filepath.Join(dir, "dex.log"))
+	cmd := exec.CommandContext(ctx, bin, args...)
+	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -353,14 +365,11 @@ staticPasswords:
 		logf.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
-			t.Logf("dex log:\n%s", b)
+			t.Logf("%s log:\n%s", name, b)
 		}
 	})
-	waitFor(t, issuer+"/.well-known/openid-configuration")
-	return issuer
 }
 
-// waitFor polls u until it answers 200, within a deadline.
 func waitFor(t *testing.T, u string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -78,26 +78,8 @@ access to * by users read by * none
 	addr := l.Addr().String()
 	l.Close()
 	u := "ldap://" + addr
-	ctx, cancel := context.WithCancel(context.Background())
 	// -d keeps slapd in the foreground (and its log on stderr).
-	cmd := exec.CommandContext(ctx, bin, "-d", "0", "-f", filepath.Join(dir, "slapd.conf"), "-h", u+"/")
-	logf, err := os.Create(filepath.Join(dir, "slapd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("slapd log:\n%s", b)
-		}
-	})
+	startLogged(t, dir, "slapd", bin, "-d", "0", "-f", filepath.Join(dir, "slapd.conf"), "-h", u+"/")
 	var conn *ldap.Conn
 	deadline := time.Now().Add(30 * time.Second)
 	for {

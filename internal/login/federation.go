@@ -175,16 +175,8 @@ func (p *Pages) federatedSession(w http.ResponseWriter, r *http.Request, id stri
 // the client hears the RFC 6749 error with vendor_error_cause; a device
 // hears access_denied at its next poll.
 func (p *Pages) federationFailed(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, fe *federation.Error) error {
-	if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
+	if done, err := p.finishRefused(w, r, id, ar); done || err != nil {
 		return err
-	}
-	if ar.DeviceUserCode != "" {
-		if err := p.OAuth.DenyDevice(r.Context(), p.facts(r), ar.DeviceUserCode, ""); err != nil {
-			http.Redirect(w, r, oauth.DeviceStatusURL(oauth.DeviceStatus(err)), http.StatusSeeOther)
-			return nil
-		}
-		http.Redirect(w, r, oauth.DeviceStatusURL("denied"), http.StatusSeeOther)
-		return nil
 	}
 	to := p.OAuth.ErrorRedirect(ar, &oauth.AuthorizeError{Code: fe.Code, Description: fe.Description, Redirect: true,
 		RedirectURI: ar.RedirectURI, State: ar.State, VendorCause: fe.Cause})

@@ -362,17 +362,8 @@ func (p *Pages) follow(w http.ResponseWriter, r *http.Request, id string, ar *oa
 // or a level no method here reaches. The scope's failure endpoint gets the
 // person when it names one; else the client hears access_denied.
 func (p *Pages) refuse(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest, d authflow.Decision) error {
-	if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
+	if done, err := p.finishRefused(w, r, id, ar); done || err != nil {
 		return err
-	}
-	if ar.DeviceUserCode != "" {
-		// The device hears access_denied at its next poll.
-		if err := p.OAuth.DenyDevice(r.Context(), p.facts(r), ar.DeviceUserCode, ""); err != nil {
-			http.Redirect(w, r, oauth.DeviceStatusURL(oauth.DeviceStatus(err)), http.StatusSeeOther)
-			return nil
-		}
-		http.Redirect(w, r, oauth.DeviceStatusURL("denied"), http.StatusSeeOther)
-		return nil
 	}
 	if d.FailURL != "" {
 		http.Redirect(w, r, d.FailURL, http.StatusSeeOther)
@@ -386,6 +377,25 @@ func (p *Pages) refuse(w http.ResponseWriter, r *http.Request, id string, ar *oa
 		RedirectURI: ar.RedirectURI, State: ar.State})
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
+}
+
+// finishRefused ends a request that will not issue anything. For a device
+// request it also denies the device (which hears access_denied at its
+// next poll), shows the browser the device's status and reports done; the
+// caller answers any other client itself.
+func (p *Pages) finishRefused(w http.ResponseWriter, r *http.Request, id string, ar *oauth.AuthorizeRequest) (done bool, err error) {
+	if err := p.OAuth.FinishRequest(r.Context(), id); err != nil {
+		return false, err
+	}
+	if ar.DeviceUserCode == "" {
+		return false, nil
+	}
+	status := "denied"
+	if err := p.OAuth.DenyDevice(r.Context(), p.facts(r), ar.DeviceUserCode, ""); err != nil {
+		status = oauth.DeviceStatus(err)
+	}
+	http.Redirect(w, r, oauth.DeviceStatusURL(status), http.StatusSeeOther)
+	return true, nil
 }
 
 // PathConsent is the consent page.
