@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -108,7 +109,16 @@ type Fresh struct {
 
 	mu      sync.Mutex
 	running bool
-	next    *freshRead // the read the callers that arrived during the running one wait for
+	next    *freshRead   // the read the callers that arrived during the running one wait for
+	latest  atomic.Int64 // the largest value read so far, +1 (0: none yet)
+}
+
+// Latest returns the largest value any Get has read so far: at least the
+// one the caller's own Get returned. Other caches key their entries on it
+// (the PostgreSQL scope cache), so that one read per request serves them all.
+func (f *Fresh) Latest() (int64, bool) {
+	v := f.latest.Load()
+	return v - 1, v > 0
 }
 
 type freshRead struct {
@@ -150,6 +160,14 @@ func (f *Fresh) read(r *freshRead) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	r.v, r.err = f.Read(ctx)
 	cancel()
+	if r.err == nil {
+		for {
+			cur := f.latest.Load()
+			if cur > r.v || f.latest.CompareAndSwap(cur, r.v+1) {
+				break
+			}
+		}
+	}
 	close(r.done)
 	f.mu.Lock()
 	next := f.next

@@ -163,3 +163,22 @@ func TestFreshReadsAfterEveryCaller(t *testing.T) {
 	}
 	close(block)
 }
+
+// TestFreshLatest: Latest is the largest value read so far, never one
+// older than the caller's own Get.
+func TestFreshLatest(t *testing.T) {
+	values := []int64{3, 7, 5}
+	i := 0
+	f := &Fresh{Read: func(context.Context) (int64, error) { v := values[i]; i++; return v, nil }}
+	if _, ok := f.Latest(); ok {
+		t.Fatal("Latest before any read")
+	}
+	for _, want := range []int64{3, 7, 7} {
+		if _, err := f.Get(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := f.Latest(); !ok || got != want {
+			t.Errorf("Latest = %d, %v; want %d", got, ok, want)
+		}
+	}
+}

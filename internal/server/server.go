@@ -30,6 +30,7 @@ import (
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/signing"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
 	"github.com/latchkey/latchkey/internal/token"
 	"github.com/latchkey/latchkey/internal/webhook"
 	"github.com/latchkey/latchkey/web"
@@ -120,14 +121,21 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
+	raw := st
 	layered := client.NewStatic(st, static)
 	st = layered
 	clients := &client.Cache{Source: st, TTL: clientCacheTTL, Now: now}
 	layered.Changed = clients.Forget
 	if st.Backend() != "sqlite" {
-		// Other instances write clients too: every lookup checks the
-		// client generation, so their changes take effect at once here.
-		clients.Generation = (&client.Fresh{Read: st.ClientGeneration}).Get
+		// Other instances write clients and scopes too: every lookup
+		// checks the client generation, so their changes take effect at
+		// once here, and the scope cache holds while that generation has
+		// not moved (scope writes bump it).
+		fresh := &client.Fresh{Read: st.ClientGeneration}
+		clients.Generation = fresh.Get
+		if sc, ok := raw.(interface{ UseScopeCache(*sqlstore.ScopeCache) }); ok {
+			sc.UseScopeCache(&sqlstore.ScopeCache{Generation: fresh.Latest})
+		}
 	}
 	s.clients = &clientauth.Authenticator{
 		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now, Throttle: st,

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
@@ -183,5 +185,68 @@ func TestPostgresTwoInstancesRotateOnce(t *testing.T) {
 	}
 	if len(keys) != rounds+1 {
 		t.Errorf("%d keys stored after %d rounds of racing rotations, want %d", len(keys), rounds, rounds+1)
+	}
+}
+
+// The scope cache of one instance follows another instance's scope writes
+// from the next request on (its generation read), and sends no statement
+// while nothing changed.
+func TestScopeCacheFollowsOtherInstances(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	open := func() *Store {
+		s, err := Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	fresh := &client.Fresh{Read: a.ClientGeneration}
+	a.UseScopeCache(&sqlstore.ScopeCache{Generation: fresh.Latest})
+	var statements atomic.Int64
+	a.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
+	ctx := context.Background()
+	if err := b.CreateScope(ctx, store.Scope{ID: "metered", UsageLimit: 5}); err != nil {
+		t.Fatal(err)
+	}
+	limit := func() int {
+		t.Helper()
+		if _, err := fresh.Get(ctx); err != nil { // what each request's client lookup does
+			t.Fatal(err)
+		}
+		got, err := a.GetScopes(ctx, []string{"metered"})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("GetScopes = %v, %v", got, err)
+		}
+		return got[0].UsageLimit
+	}
+	if got := limit(); got != 5 {
+		t.Fatalf("usage limit %d, want 5", got)
+	}
+	if _, err := fresh.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := statements.Load()
+	if got, err := a.GetScopes(ctx, []string{"metered"}); err != nil || len(got) != 1 || got[0].UsageLimit != 5 {
+		t.Fatalf("GetScopes = %v, %v", got, err)
+	}
+	if n := statements.Load() - before; n != 0 {
+		t.Errorf("an unchanged scope configuration cost %d statements", n)
+	}
+	if err := b.ReplaceScope(ctx, store.Scope{ID: "metered", UsageLimit: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if got := limit(); got != 9 {
+		t.Errorf("after the other instance's change: usage limit %d, want 9", got)
+	}
+	if err := b.DeleteScope(ctx, "metered"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.GetScopes(ctx, []string{"metered"}); err != nil || len(got) != 0 {
+		t.Errorf("after the other instance's delete: %v, %v", got, err)
 	}
 }

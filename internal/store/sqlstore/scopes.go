@@ -42,11 +42,21 @@ func stringMap(m map[string]string) string {
 // CreateScope inserts a scope.
 func (db *DB) CreateScope(ctx context.Context, s store.Scope) error {
 	now := micros(time.Now())
-	_, err := db.exec(ctx, `INSERT INTO scopes (`+scopeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		s.ID, s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
-		stringMap(s.Descriptions), now, now)
-	db.scopesChanged()
-	return err
+	return db.scopeTx(ctx, func(tx *DB) error {
+		_, err := tx.exec(ctx, `INSERT INTO scopes (`+scopeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			s.ID, s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
+			stringMap(s.Descriptions), now, now)
+		return err
+	})
+}
+
+// scopeTx runs a scope write in a transaction that bumps the client
+// generation: every instance's scope cache checks it (ScopeCache).
+func (db *DB) scopeTx(ctx context.Context, fn func(tx *DB) error) error {
+	return db.clientTx(ctx, func(tx *DB) error {
+		defer tx.scopesChanged()
+		return fn(tx)
+	})
 }
 
 // GetScope returns one scope.
@@ -95,15 +105,15 @@ func (db *DB) scopes(ctx context.Context, q string, args ...any) ([]store.Scope,
 
 // ReplaceScope replaces a scope's fields.
 func (db *DB) ReplaceScope(ctx context.Context, s store.Scope) error {
-	defer db.scopesChanged()
-	return db.execOne(ctx, `UPDATE scopes SET authentication_level = ?, usage_limit = ?, service_endpoint = ?,
+	return db.scopeTx(ctx, func(tx *DB) error {
+		return tx.execOne(ctx, `UPDATE scopes SET authentication_level = ?, usage_limit = ?, service_endpoint = ?,
 		verification_failed_endpoint = ?, persistent_consent = ?, descriptions = ?, updated_at = ? WHERE id = ?`,
-		s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
-		stringMap(s.Descriptions), micros(time.Now()), s.ID)
+			s.AuthenticationLevel, s.UsageLimit, s.ServiceEndpoint, s.VerificationFailedEndpoint, s.PersistentConsent,
+			stringMap(s.Descriptions), micros(time.Now()), s.ID)
+	})
 }
 
 // DeleteScope removes a scope.
 func (db *DB) DeleteScope(ctx context.Context, id string) error {
-	defer db.scopesChanged()
-	return db.execOne(ctx, `DELETE FROM scopes WHERE id = ?`, id)
+	return db.scopeTx(ctx, func(tx *DB) error { return tx.execOne(ctx, `DELETE FROM scopes WHERE id = ?`, id) })
 }
