@@ -252,7 +252,7 @@ func testTxInsertsOnly(t *testing.T, s store.Store) {
 			}
 			return sp.CreateGrant(ctx(), grant("taken"))
 		}); !errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("Savepoint = %v, want ErrConflict", err)
+			return fmt.Errorf("savepoint: %v, want ErrConflict", err)
 		}
 		return tx.CreateToken(ctx(), tok("t6", store.KindAccess, "g6"))
 	})
