@@ -52,11 +52,14 @@ var errPersonInactive = errors.New("oauth: the person may not sign in")
 // issues for a person takes this lock before it writes anything, and
 // before it locks a token row (the refresh grant), in the order a block
 // takes them (person, then grants and tokens): no deadlock between them.
+// The lock is shared (SharePerson): issuance never writes the person, so
+// one person's concurrent issuances (several devices, tabs) need not queue
+// behind each other, while a status change still waits for all of them.
 func lockPerson(ctx context.Context, tx store.Store, subject string) (store.Person, error) {
 	if subject == "" {
 		return store.Person{}, nil // client credentials: no person
 	}
-	p, err := tx.LockPerson(ctx, subject)
+	p, err := tx.SharePerson(ctx, subject)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !identity.MaySignIn(p.Status) {
 		return p, errPersonInactive
 	}

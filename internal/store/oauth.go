@@ -91,6 +91,12 @@ type Persons interface {
 	// and an issuance that waits sees the person as the writer left it.
 	// ErrNotFound for an unknown ID.
 	LockPerson(ctx context.Context, id string) (Person, error)
+	// SharePerson is LockPerson for an issuance, which only reads the
+	// person: writers still wait for it, but concurrent issuances for one
+	// person do not wait for each other (PostgreSQL FOR SHARE). A caller
+	// that may write the person's row later in its transaction takes
+	// LockPerson instead.
+	SharePerson(ctx context.Context, id string) (Person, error)
 	// FindPersons returns the persons whose email matches email
 	// case-insensitively, in every partition, by partition.
 	FindPersons(ctx context.Context, email string) ([]Person, error)

@@ -250,3 +250,65 @@ func TestScopeCacheFollowsOtherInstances(t *testing.T) {
 		t.Errorf("after the other instance's delete: %v, %v", got, err)
 	}
 }
+
+// Issuances share the person's row (SharePerson): a second one does not
+// wait for the first, while a status change waits for both and later
+// issuances see it.
+func TestSharePersonLetsIssuancesShareAndWritersWait(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED"}); err != nil {
+		t.Fatal(err)
+	}
+	held, release, first := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		first <- s.Tx(ctx, func(tx store.Store) error {
+			if _, err := tx.SharePerson(ctx, "p1"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	shortCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.Tx(shortCtx, func(tx store.Store) error {
+		_, err := tx.SharePerson(shortCtx, "p1")
+		return err
+	}); err != nil {
+		t.Fatalf("a second issuance waited for the first: %v", err)
+	}
+	blocked := make(chan error, 1)
+	go func() {
+		blocked <- s.UpdatePerson(ctx, "p1", func(p store.Person) (store.Person, error) {
+			p.Status = "BLOCKED"
+			return p, nil
+		})
+	}()
+	// The block must still be waiting while the first issuance holds the
+	// row; it cannot finish before release, whatever the machine's speed.
+	select {
+	case err := <-blocked:
+		t.Fatalf("the block did not wait for the issuance: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	err := s.Tx(ctx, func(tx store.Store) error {
+		p, err := tx.SharePerson(ctx, "p1")
+		if err == nil && p.Status != "BLOCKED" {
+			err = fmt.Errorf("status %q after the block", p.Status)
+		}
+		return err
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}

@@ -40,7 +40,7 @@ func (db *DB) plainRead(q string) bool {
 		return false
 	}
 	return db.d.ForUpdate == "" || !strings.Contains(q, db.d.ForUpdate) && !strings.Contains(q, db.d.KeyShare) &&
-		!strings.Contains(q, db.d.ForNoKeyUpdate)
+		!strings.Contains(q, db.d.ForNoKeyUpdate) && !strings.Contains(q, db.d.ForShare)
 }
 
 // insertOrHold runs an INSERT, or holds it in a lazy transaction.

@@ -146,6 +146,13 @@ func (db *DB) LockPerson(ctx context.Context, id string) (store.Person, error) {
 	return p, db.scanErr(err)
 }
 
+// SharePerson reads a person FOR SHARE (PostgreSQL): an UPDATE or DELETE of
+// the row waits for the transaction, other SharePerson calls do not.
+func (db *DB) SharePerson(ctx context.Context, id string) (store.Person, error) {
+	p, err := scanPerson(db.queryRowWrite(ctx, `SELECT `+personColumns+` FROM persons WHERE id = ?`+db.d.ForShare, id))
+	return p, db.scanErr(err)
+}
+
 // DeletePerson removes a person, their identities and their consents.
 func (db *DB) DeletePerson(ctx context.Context, id string) error {
 	return db.Tx(ctx, func(st store.Store) error {

@@ -53,6 +53,10 @@ type Dialect struct {
 	// (" FOR NO KEY UPDATE" on PostgreSQL: it does not wait for KeyShare
 	// holders; "" on SQLite).
 	ForNoKeyUpdate string
+	// ForShare holds a row against UPDATE and DELETE until the transaction
+	// ends, sharing it with other readers (" FOR SHARE" on PostgreSQL; ""
+	// on SQLite).
+	ForShare string
 	// KeyShare holds a row against DELETE until the transaction ends, and
 	// nothing else (" FOR KEY SHARE" on PostgreSQL; "" on SQLite).
 	KeyShare string

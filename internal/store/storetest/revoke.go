@@ -198,7 +198,7 @@ func testDeletePerson(t *testing.T, s store.Store) {
 }
 
 // testRevokePersonRace issues grants for a person (reading the status under
-// LockPerson, as issuance does) while the person is blocked and revoked in
+// SharePerson, as issuance does) while the person is blocked and revoked in
 // one transaction: afterwards no grant of the person may be unrevoked. An
 // issuance either ran before the block (and was revoked by it) or after
 // (and saw the status).
@@ -217,7 +217,7 @@ func testRevokePersonRace(t *testing.T, s store.Store) {
 			<-start
 			for j := range each {
 				err := s.Tx(ctx(), func(tx store.Store) error {
-					p, err := tx.LockPerson(ctx(), "p1")
+					p, err := tx.SharePerson(ctx(), "p1")
 					if err != nil || p.Status != "ACTIVATED" {
 						return err
 					}
