@@ -312,3 +312,71 @@ func TestSharePersonLetsIssuancesShareAndWritersWait(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestEventCountFollowsOtherInstances: instance a remembers that all OAuth
+// events reached the search's bound; deletions by instance b, by an
+// operator's statement and by TRUNCATE must each end that at a's next count.
+func TestEventCountFollowsOtherInstances(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	open := func() *Store {
+		s, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	base := time.Now().UTC().Truncate(time.Second)
+	fill := func(n int) {
+		t.Helper()
+		var evs []store.Event
+		for i := range n {
+			evs = append(evs, store.Event{ID: fmt.Sprintf("e%d-%d", base.UnixNano(), i), Kind: store.EventOAuth, Type: "A",
+				Name: "a", Occurred: base.Add(time.Duration(i) * time.Millisecond)})
+		}
+		if err := b.AppendEvents(ctx, evs...); err != nil {
+			t.Fatal(err)
+		}
+		base = base.Add(time.Second)
+	}
+	all := store.EventFilter{Kind: store.EventOAuth}
+	saturate := func() {
+		t.Helper()
+		for range 2 {
+			if n, err := a.CountEvents(ctx, all, 3); err != nil || n != 3 {
+				t.Fatalf("count = %d, %v; want 3", n, err)
+			}
+		}
+	}
+	expect := func(want int, after string) {
+		t.Helper()
+		if n, err := a.CountEvents(ctx, all, 3); err != nil || n != want {
+			t.Errorf("after %s: count = %d, %v; want %d", after, n, err, want)
+		}
+	}
+	fill(5)
+	saturate()
+	if n, err := b.DeleteEventsBefore(ctx, base, 4); err != nil || n != 4 {
+		t.Fatalf("b deleted %d, %v", n, err)
+	}
+	expect(1, "the other instance's retention")
+	fill(4)
+	saturate()
+	if _, err := raw.ExecContext(ctx, `DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT 4)`); err != nil {
+		t.Fatal(err)
+	}
+	expect(1, "an operator's DELETE")
+	fill(4)
+	saturate()
+	if _, err := raw.ExecContext(ctx, `TRUNCATE events`); err != nil {
+		t.Fatal(err)
+	}
+	expect(0, "TRUNCATE")
+}

@@ -115,11 +115,48 @@ func (db *DB) SearchEvents(ctx context.Context, f store.EventFilter, offset, lim
 }
 
 // CountEvents counts up to max matching events.
+//
+// A count of all of a kind's events is remembered once it reaches its
+// bound (the unfiltered search, on a table that holds more than the bound,
+// would otherwise count the bound's rows at every page): inserts only raise
+// it and no update changes an event's kind, so it holds until a deletion,
+// which bumps event_deletions (a trigger, on every instance's table). The
+// generation is read before the count it vouches for: a deletion that
+// commits after that read leaves a later generation.
 func (db *DB) CountEvents(ctx context.Context, f store.EventFilter, max int) (int, error) {
+	whole := kindOnly(f)
+	var gen int64
+	if whole {
+		if err := db.queryRow(ctx, `SELECT generation FROM event_deletions WHERE id = 1`).Scan(&gen); err != nil {
+			return 0, db.scanErr(err)
+		}
+		if c, ok := db.shared.kindCounts.Load(f.Kind); ok && c.(kindCount).gen == gen && c.(kindCount).atLeast >= max {
+			return max, nil
+		}
+	}
 	where, args := eventWhere(f)
 	var n int
 	err := db.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1`+db.eventSource(f)+where+` LIMIT ?) AS matched`, append(args, max)...).Scan(&n)
-	return n, db.scanErr(err)
+	if err != nil {
+		return 0, db.scanErr(err)
+	}
+	if whole && n == max {
+		db.shared.kindCounts.Store(f.Kind, kindCount{gen: gen, atLeast: n})
+	}
+	return n, nil
+}
+
+// kindCount is a kind's count of events that reached a bound, at a
+// deletion generation.
+type kindCount struct {
+	gen     int64
+	atLeast int
+}
+
+// kindOnly reports whether f selects every event of its kind.
+func kindOnly(f store.EventFilter) bool {
+	return f.UserID == "" && f.ClientID == "" && f.TransactionID == "" && f.AgentUser == "" &&
+		len(f.Types) == 0 && len(f.ExcludeTypes) == 0 && f.From.IsZero() && f.To.IsZero()
 }
 
 // DeleteEventsBefore removes a batch of old events. Naming both kinds lets

@@ -124,6 +124,7 @@ type shared struct {
 	// scopeCache: nil, no scope cache.
 	scopeCache *ScopeCache
 	events     GroupCommit // the event sink outside a transaction
+	kindCounts sync.Map    // event kind -> kindCount (CountEvents)
 }
 
 // maxStmts bounds the statement caches; queries with many parameters (batch

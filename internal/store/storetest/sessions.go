@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -249,6 +250,43 @@ func testEvents(t *testing.T, s store.Store) {
 	}
 	if got := ids(store.EventFilter{}, 0, 10); !cmp.Equal(got, []string{"e5", "e4", "e3"}) {
 		t.Errorf("after retention: %v", got)
+	}
+}
+
+// testEventCountFollowsDeletions: a whole kind's count that reached its
+// bound is remembered (CountEvents), and a deletion must end that.
+func testEventCountFollowsDeletions(t *testing.T, s store.Store) {
+	base := time.Now().UTC().Truncate(time.Second)
+	var evs []store.Event
+	for i := range 6 {
+		evs = append(evs, store.Event{ID: fmt.Sprintf("c%d", i), Kind: store.EventOAuth, Type: "A", Name: "a",
+			Occurred: base.Add(time.Duration(i) * time.Millisecond)})
+	}
+	if err := s.AppendEvents(ctx(), evs[:4]...); err != nil {
+		t.Fatal(err)
+	}
+	all := store.EventFilter{Kind: store.EventOAuth}
+	count := func(max, want int, why string) {
+		t.Helper()
+		if n, err := s.CountEvents(ctx(), all, max); err != nil || n != want {
+			t.Errorf("%s: count up to %d = %d, %v; want %d", why, max, n, err, want)
+		}
+	}
+	count(3, 3, "at the bound")
+	count(3, 3, "at the bound again")
+	count(10, 4, "under a higher bound")
+	if n, err := s.DeleteEventsBefore(ctx(), base.Add(2*time.Millisecond), 100); err != nil || n != 2 {
+		t.Fatalf("deleted %d, %v", n, err)
+	}
+	count(3, 2, "after a deletion")
+	if err := s.AppendEvents(ctx(), evs[4:]...); err != nil {
+		t.Fatal(err)
+	}
+	count(3, 3, "after inserts")
+	count(4, 4, "all of them")
+	count(5, 4, "above all of them")
+	if n, err := s.CountEvents(ctx(), store.EventFilter{Kind: store.EventPerson}, 3); err != nil || n != 0 {
+		t.Errorf("the other kind: %d, %v", n, err)
 	}
 }
 

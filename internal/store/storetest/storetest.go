@@ -38,6 +38,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"Consents", testConsents},
 		{"Throttle", testThrottle},
 		{"Events", testEvents},
+		{"EventCountFollowsDeletions", testEventCountFollowsDeletions},
 		{"DeleteExpired", testDeleteExpired},
 		{"Scopes", testScopes},
 		{"ScopeReadsSeeWrites", testScopeReadsSeeWrites},
