@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // ANALYZE on the bench's PostgreSQL
 
 	"github.com/latchkey/latchkey/internal/bench"
 )
@@ -62,6 +65,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{errors.New("bench: --profile needs the server bench starts (no --target)")}
 	}
 	base, serverPID, debugBase := *target, 0, ""
+	var analyze *sql.DB // PostgreSQL without autovacuum: ANALYZE before each scenario
 	if base == "" {
 		tmp, err := os.MkdirTemp("", "latchkey-bench-")
 		if err != nil {
@@ -127,6 +131,13 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		store := "sqlite"
 		if strings.HasPrefix(db, "postgres") {
 			store = "postgres"
+			if analyze, err = autoanalyze(ctx, db); err != nil {
+				return err
+			}
+			if analyze != nil {
+				defer analyze.Close()
+				fmt.Fprintln(stdout, "PostgreSQL runs with autovacuum off: bench runs ANALYZE before each scenario, as autovacuum would")
+			}
 		}
 		fmt.Fprintf(stdout, "latchkey bench: %s store, %d connections, %v per scenario, GOMAXPROCS of this machine: %d cores\n\n",
 			store, *conns, *dur, numCPU())
@@ -134,6 +145,11 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	client := bench.NewClient(*conns)
 	var results []bench.Result
 	for _, sc := range scenarios {
+		if analyze != nil {
+			if _, err := analyze.ExecContext(ctx, "ANALYZE"); err != nil {
+				return fmt.Errorf("bench: analyze: %w", err)
+			}
+		}
 		step, size, err := sc.Setup(ctx, base, client)
 		if err != nil {
 			return fmt.Errorf("bench: set up %s: %w", sc.Name, err)
@@ -183,6 +199,28 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	printResults(stdout, results)
 	return nil
+}
+
+// autoanalyze opens the database when its PostgreSQL runs without
+// autovacuum: the planner then has no statistics of the tables the
+// scenarios grow (a development server may run so; a default one analyzes
+// a table after a tenth of it changed), and would plan the searches of an
+// empty table. It returns nil when autovacuum is on.
+func autoanalyze(ctx context.Context, dsn string) (*sql.DB, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, err
+	}
+	var on string
+	if err := db.QueryRowContext(ctx, "SHOW autovacuum").Scan(&on); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if on == "on" {
+		db.Close()
+		return nil, nil
+	}
+	return db, nil
 }
 
 // fetchProfile saves the server's CPU profile over most of the measured load
