@@ -288,6 +288,74 @@ func TestConcurrentPollsIssueOnce(t *testing.T) {
 	}
 }
 
+// Polls decided on a plain read (the compare-and-set path) race each other
+// and the person's approval: no poll is answered before the approval as if
+// it came after, none is lost to a server error, and the approval turns
+// into tokens exactly once.
+func TestPollsRacingTheApproval(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			clock := servertest.NewClock()
+			s := servertest.Start(t, deviceConfig(), servertest.Options{Backend: backend, Clock: clock})
+			d := deviceAuth(t, s, "tv", "read")
+			if r := poll(t, s, "tv", d.DeviceCode); r.json["error"] != "authorization_pending" {
+				t.Fatalf("first poll: %s", r.body)
+			}
+			// Polls at once after it are all too fast, whichever writes.
+			answers := concurrentPolls(t, s, d.DeviceCode, 20)
+			if answers["slow_down"] != 20 {
+				t.Errorf("20 polls right after a poll: %v, want 20 slow_down", answers)
+			}
+			app := appToken(t, s, "read", oauth.DeviceApproveScope)
+			clock.Advance(10 * time.Minute / 2)
+			approved := make(chan answer, 1)
+			go func() { approved <- approveInApp(t, s, app.AccessToken, d.UserCode) }()
+			answers = concurrentPolls(t, s, d.DeviceCode, 20)
+			if r := <-approved; r.status != 204 {
+				t.Fatalf("approve: %d %v", r.status, r.json)
+			}
+			if answers["tokens"] == 0 {
+				clock.Advance(time.Minute)
+				if r := poll(t, s, "tv", d.DeviceCode); r.status == 200 {
+					answers["tokens"]++
+				} else {
+					t.Errorf("the poll after the approval: %s", r.body)
+				}
+			}
+			if answers["tokens"] != 1 || answers["other"] != 0 {
+				t.Errorf("polls racing the approval: %v, want tokens once and nothing but pending, slow_down or invalid_grant", answers)
+			}
+		})
+	}
+}
+
+// concurrentPolls polls n times at once and counts the answers.
+func concurrentPolls(t *testing.T, s *servertest.Server, deviceCode string, n int) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := map[string]int{}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := poll(t, s, "tv", deviceCode)
+			key := "other"
+			switch e, _ := r.json["error"].(string); {
+			case r.status == 200:
+				key = "tokens"
+			case r.status == 400 && (e == "authorization_pending" || e == "slow_down" || e == "invalid_grant"):
+				key = e
+			}
+			mu.Lock()
+			out[key]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // 200 random wrong codes are refused, then throttled; after the window the
 // right code still works for its owner.
 func TestWrongUserCodesAreThrottled(t *testing.T) {

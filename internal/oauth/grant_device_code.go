@@ -27,6 +27,23 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 	}
 	hash := s.tokens().Key(token.DeviceCode, form["device_code"])
 	now := f.Time.UTC()
+	// A pending code's poll is decided on a plain read and written by a
+	// compare-and-set, outside a transaction, so that polling holds no row
+	// lock across round trips. When another poll or the person's decision
+	// came between, the locked path below decides again; but a poll that
+	// was too fast is too fast on the newer state too (a later poll's time
+	// is later and the interval only grows), which the poll between wrote.
+	if d, err := s.Store.GetDeviceCode(ctx, hash); err == nil && d.ClientID == client.ID &&
+		d.Status == store.DevicePending && now.Before(d.ExpiresAt) {
+		next, outcome := nextPoll(d, now)
+		wrote, err := s.Store.SetDevicePoll(ctx, hash, d, next)
+		if err != nil {
+			return nil, err
+		}
+		if wrote || outcome == pollSlowDown {
+			return nil, pollError(outcome)
+		}
+	}
 	var outcome pollOutcome
 	var resp *TokenResponse
 	inactive := false
@@ -48,14 +65,7 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 				d.Status, outcome = store.DeviceUsed, pollIssue
 				return d, nil
 			}
-			// The interval is the time between polls (RFC 8628 sections 3.2
-			// and 3.5): the first poll has none before it and is never too fast.
-			last := d.LastPolledAt
-			d.LastPolledAt = now
-			if !last.IsZero() && now.Sub(last) < time.Duration(d.Interval)*time.Second {
-				d.Interval += slowDownStep
-				outcome = pollSlowDown
-			}
+			d, outcome = nextPoll(d, now)
 			return d, nil
 		})
 		if err != nil || outcome != pollIssue {
@@ -88,10 +98,29 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 	case inactive:
 		s.record(ctx, f, events.OAuth{Type: events.DeviceDenied, ClientID: client.ID, AppName: client.Name})
 		return nil, newError(ErrAccessDenied, "The account that approved the device cannot sign in.")
-	case outcome == pollPending:
-		return nil, newError(errAuthzPending, "The authorization request is still pending")
-	case outcome == pollSlowDown:
-		return nil, newError(errSlowDown, "Polling too fast: wait the interval between requests.")
+	case outcome != pollIssue:
+		return nil, pollError(outcome)
 	}
 	return resp, nil
+}
+
+// nextPoll is a pending code after a poll at now, and the poll's outcome.
+// The interval is the time between polls (RFC 8628 sections 3.2 and 3.5):
+// the first poll has none before it and is never too fast.
+func nextPoll(d store.DeviceCode, now time.Time) (store.DeviceCode, pollOutcome) {
+	last := d.LastPolledAt
+	d.LastPolledAt = now
+	if !last.IsZero() && now.Sub(last) < time.Duration(d.Interval)*time.Second {
+		d.Interval += slowDownStep
+		return d, pollSlowDown
+	}
+	return d, pollPending
+}
+
+// pollError answers a poll that issued nothing.
+func pollError(o pollOutcome) error {
+	if o == pollSlowDown {
+		return newError(errSlowDown, "Polling too fast: wait the interval between requests.")
+	}
+	return newError(errAuthzPending, "The authorization request is still pending")
 }

@@ -451,4 +451,9 @@ type DeviceCodes interface {
 	// transaction that holds the row, so concurrent polls and approvals
 	// serialise. fn's error is returned after a rollback.
 	UpdateDeviceCode(ctx context.Context, hash []byte, fn func(DeviceCode) (DeviceCode, error)) (DeviceCode, error)
+	// SetDevicePoll writes d's poll state (interval and last poll) when the
+	// code is still pending with old's poll state, in one statement, and
+	// reports whether it wrote: false when another poll or a decision came
+	// between old's read and this write.
+	SetDevicePoll(ctx context.Context, hash []byte, old, d DeviceCode) (bool, error)
 }

@@ -82,3 +82,55 @@ func testDeviceCodeRace(t *testing.T, s store.Store) {
 		t.Errorf("%d of 20 concurrent polls used the code, want 1", wins)
 	}
 }
+
+// SetDevicePoll writes only over the poll state it was decided on, and
+// only while the code is pending; of concurrent polls decided on the same
+// read, exactly one writes.
+func testSetDevicePoll(t *testing.T, s store.Store) {
+	d := device("h1", "BCDFGHJQ")
+	if err := s.CreateDeviceCode(ctx(), d); err != nil {
+		t.Fatal(err)
+	}
+	next := d
+	next.LastPolledAt, next.Interval = t0.Add(time.Second).UTC(), 10
+	set := func(old, d store.DeviceCode, want bool, why string) {
+		t.Helper()
+		if wrote, err := s.SetDevicePoll(ctx(), []byte("h1"), old, d); err != nil || wrote != want {
+			t.Errorf("%s: wrote %v, %v; want %v", why, wrote, err, want)
+		}
+	}
+	set(d, next, true, "as read")
+	set(d, next, false, "over a state another poll changed")
+	if got, _ := s.GetDeviceCode(ctx(), []byte("h1")); !got.LastPolledAt.Equal(next.LastPolledAt) || got.Interval != 10 {
+		t.Errorf("poll state %v, %d", got.LastPolledAt, got.Interval)
+	}
+	if wrote, err := s.SetDevicePoll(ctx(), []byte("nope"), d, next); err != nil || wrote {
+		t.Errorf("unknown code: %v, %v", wrote, err)
+	}
+	later := next
+	later.LastPolledAt = t0.Add(time.Minute).UTC()
+	wins := race(t, 20, func() error {
+		wrote, err := s.SetDevicePoll(ctx(), []byte("h1"), next, later)
+		if err == nil && !wrote {
+			return errLost
+		}
+		return err
+	}, errLost)
+	if wins != 1 {
+		t.Errorf("%d of 20 polls decided on one read wrote, want 1", wins)
+	}
+	if _, err := s.UpdateDeviceCode(ctx(), []byte("h1"), func(d store.DeviceCode) (store.DeviceCode, error) {
+		d.Status = store.DeviceApproved
+		return d, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	approved := later
+	approved.LastPolledAt = t0.Add(2 * time.Minute).UTC()
+	set(later, approved, false, "once the person decided")
+	if got, _ := s.GetDeviceCode(ctx(), []byte("h1")); got.Status != store.DeviceApproved || !got.LastPolledAt.Equal(later.LastPolledAt) {
+		t.Errorf("after the decision: %s, %v", got.Status, got.LastPolledAt)
+	}
+}
+
+var errLost = errors.New("lost the compare-and-set")

@@ -43,6 +43,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"Scopes", testScopes},
 		{"ScopeReadsSeeWrites", testScopeReadsSeeWrites},
 		{"DeviceCodes", testDeviceCodes},
+		{"SetDevicePoll", testSetDevicePoll},
 		{"ConfigUnits", testConfigUnits},
 		{"ServerKeys", testServerKeys},
 		{"SigningKeys", testSigningKeys},
