@@ -15,7 +15,7 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
 	table := string(out)
-	for _, name := range []string{"client_credentials", "introspect", "introspect_usage_limit", "revoke",
+	for _, name := range []string{"client_credentials", "introspect", "introspect_usage_limit", "revoke", "issue_revoke",
 		"authorization_code", "authorization_code_openid", "client_credentials_jwt", "refresh", "device_polling", "events_search"} {
 		found := false
 		for _, line := range strings.Split(table, "\n") {

@@ -131,7 +131,7 @@ var Scenarios = []Scenario{
 			}
 			return introspectSetup(ctx, base, c, "bench_metered")
 		}},
-	{Name: "revoke", Description: "POST /oauth/revoke of the client's own access token",
+	{Name: "revoke", Description: "POST /oauth/revoke of the client's own access token, the same one each time (revoked by the first)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
 			tok, _, err := tokenOf(ctx, c, base, url.Values{"grant_type": {"client_credentials"}}, "bench-cc", ccSecret)
 			if err != nil {
@@ -146,6 +146,22 @@ var Scenarios = []Scenario{
 				return 1, expect(resp, 200)
 			}
 			return step, 2, nil
+		}},
+	{Name: "issue_revoke", Description: "POST /oauth/token (client_credentials), then POST /oauth/revoke of the new token (2 requests)",
+		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
+			_, size, err := tokenOf(ctx, c, base, url.Values{"grant_type": {"client_credentials"}}, "bench-cc", ccSecret)
+			step := func(ctx context.Context, c *http.Client) (int, error) {
+				tok, _, err := tokenOf(ctx, c, base, url.Values{"grant_type": {"client_credentials"}}, "bench-cc", ccSecret)
+				if err != nil {
+					return 1, err
+				}
+				resp, err := form(ctx, c, base+"/oauth/revoke", url.Values{"token": {tok["access_token"].(string)}}, "bench-cc", ccSecret)
+				if err != nil {
+					return 2, err
+				}
+				return 2, expect(resp, 200)
+			}
+			return step, size, err
 		}},
 	{Name: "authorization_code", Description: "GET /oauth/authorize with a session cookie → 302 with code → POST /oauth/token (2 requests)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {

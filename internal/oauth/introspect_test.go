@@ -615,3 +615,44 @@ func TestIDTokenAndUserInfoCarryUserDetails(t *testing.T) {
 		t.Errorf("the user details hook was called %d times for one grant, want once", len(hook.requests))
 	}
 }
+
+// A repeated revocation (a client's retries, racing each other) answers 200
+// each time, records each, and leaves the token revoked; another client
+// still may not revoke it.
+func TestRepeatedRevocation(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			s := servertest.Start(t, introspectConfig(), servertest.Options{Backend: backend})
+			at := post(t, s, "/oauth/token", url.Values{"grant_type": {"client_credentials"}}, "other", "other-secret-other-secret").json["access_token"].(string)
+			revoke := func() answer {
+				return post(t, s, "/oauth/revoke", url.Values{"token": {at}}, "other", "other-secret-other-secret")
+			}
+			if r := revoke(); r.status != 200 {
+				t.Fatalf("revoke: %d %s", r.status, r.body)
+			}
+			var wg sync.WaitGroup
+			statuses := make(chan int, 10)
+			for range 10 {
+				wg.Add(1)
+				go func() { defer wg.Done(); statuses <- revoke().status }()
+			}
+			wg.Wait()
+			close(statuses)
+			for st := range statuses {
+				if st != 200 {
+					t.Errorf("a repeated revocation answered %d", st)
+				}
+			}
+			if r := introspect(t, s, at, nil); r.json["active"] != false {
+				t.Errorf("after repeated revocations: %s", r.body)
+			}
+			if r := post(t, s, "/oauth/revoke", url.Values{"token": {at}, "client_id": {"m2m"}, "client_secret": {m2mSecret}}, "", ""); r.json["error"] != "unauthorized_client" {
+				t.Errorf("another client revoking the revoked token: %d %v", r.status, r.json)
+			}
+			n, err := s.Store.CountEvents(t.Context(), store.EventFilter{Kind: store.EventOAuth, Types: []string{"TOKEN_REVOKE_ACCESS_TOKEN_SUCCESS"}}, 100)
+			if err != nil || n != 11 {
+				t.Errorf("%d revocation events, %v; want 11", n, err)
+			}
+		})
+	}
+}

@@ -63,6 +63,14 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 			s.record(ctx, f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
 			return newError(ErrUnauthorizedClient, "The token was not issued to this client.")
 		}
+		if t.Kind == store.KindAccess && !t.RevokedAt.IsZero() {
+			// Revoked already, and a revocation is never undone: a repeated
+			// request (a client's retry) writes nothing but its event, and
+			// takes no lock on the row.
+			s.record(ctx, f, events.OAuth{Type: events.TokenRevokeAccessTokenSuccess, ClientID: client.ID,
+				AppName: client.Name, UserID: t.Subject, TransactionID: t.GrantID})
+			return nil
+		}
 		now := s.Now().UTC()
 		return s.Store.Tx(ctx, func(tx store.Store) error {
 			typ := events.TokenRevokeAccessTokenSuccess
