@@ -57,7 +57,7 @@ func (cc *Cache) GetClient(ctx context.Context, id string) (store.Client, error)
 	if cc.Generation != nil {
 		// Before the client is read: an entry is never newer than its tag.
 		var err error
-		if gen, err = cc.Generation(ctx); err != nil {
+		if gen, err = cc.generation(ctx); err != nil {
 			return store.Client{}, err
 		}
 	}
@@ -82,6 +82,41 @@ func (cc *Cache) GetClient(ctx context.Context, id string) (store.Client, error)
 	}
 	cc.mu.Unlock()
 	return c, nil
+}
+
+// generation reads the client generation, once per request when ctx
+// carries PerRequest's slot: the request's later lookups (the token
+// endpoint and introspection look up two clients) use its first read,
+// which began after the request did.
+func (cc *Cache) generation(ctx context.Context) (int64, error) {
+	slot, _ := ctx.Value(requestGenKey{}).(*requestGen)
+	if slot == nil {
+		return cc.Generation(ctx)
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.read {
+		return slot.v, nil
+	}
+	v, err := cc.Generation(ctx)
+	if err == nil {
+		slot.read, slot.v = true, v
+	}
+	return v, err
+}
+
+type requestGenKey struct{}
+
+type requestGen struct {
+	mu   sync.Mutex
+	read bool
+	v    int64
+}
+
+// PerRequest returns ctx with a slot for one request's client generation,
+// so that its client lookups share one generation read.
+func PerRequest(ctx context.Context) context.Context {
+	return context.WithValue(ctx, requestGenKey{}, &requestGen{})
 }
 
 // Forget drops the cached clients of ids, or every cached client when

@@ -87,6 +87,42 @@ func TestCacheGeneration(t *testing.T) {
 	}
 }
 
+// TestOneGenerationReadPerRequest: a request's lookups share its first
+// generation read; the next request reads again and sees a change made
+// between the two; a failed read is not kept.
+func TestOneGenerationReadPerRequest(t *testing.T) {
+	src := &countingSource{clients: map[string]store.Client{"a": {ID: "a", Name: "A"}, "b": {ID: "b", Name: "B"}}}
+	gen, reads := int64(1), 0
+	var fail error
+	now := time.Now()
+	cc := &Cache{Source: src, TTL: time.Hour, Now: func() time.Time { return now },
+		Generation: func(context.Context) (int64, error) { reads++; return gen, fail }}
+	req := PerRequest(context.Background())
+	for _, id := range []string{"a", "b", "a"} {
+		if _, err := cc.GetClient(req, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("%d generation reads for one request's three lookups, want 1", reads)
+	}
+	src.clients["a"] = store.Client{ID: "a", Name: "A2"} // another instance wrote it
+	gen++
+	if c, _ := cc.GetClient(PerRequest(context.Background()), "a"); c.Name != "A2" || reads != 2 {
+		t.Errorf("the next request: %+v after %d reads, want A2 after 2", c, reads)
+	}
+	fail = errors.New("store down")
+	req = PerRequest(context.Background())
+	for range 2 {
+		if _, err := cc.GetClient(req, "a"); !errors.Is(err, fail) {
+			t.Errorf("a failed generation read: %v", err)
+		}
+	}
+	if reads != 4 {
+		t.Errorf("a failed read was kept for the request: %d reads, want 4", reads)
+	}
+}
+
 // forgettingSource calls Forget while a read is in flight.
 type forgettingSource struct {
 	cc *Cache

@@ -248,7 +248,11 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 			httpx.SecurityHeaders(strings.HasPrefix(cfg.Issuer, "https://"))(
 				httpx.Observe(logger, s.metrics.observe)(h))))
 	}
-	s.handler = s.drain.middleware(chain(mux))
+	handler := chain(mux)
+	if clients.Generation != nil {
+		handler = oneGenerationPerRequest(handler)
+	}
+	s.handler = s.drain.middleware(handler)
 	if adminMux != nil {
 		s.adminHandler = chain(adminMux)
 	}
@@ -349,4 +353,12 @@ func (s *Server) introspectionDetails() oauth.Details {
 			}}
 	}
 	return d
+}
+
+// oneGenerationPerRequest lets each request's client lookups share one
+// read of the client generation (client.PerRequest).
+func oneGenerationPerRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(client.PerRequest(r.Context())))
+	})
 }
