@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/sqlstore"
 )
@@ -61,6 +62,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	// Introspection answers an access token from memory while the token
+	// generation (migration 0027) has not moved: concurrent requests share
+	// one read of it, each a read that began after the request did.
+	tc := sqlstore.NewTokenCache()
+	tc.Generation = (&client.Fresh{Read: s.TokenGeneration}).Get
+	s.UseTokenCache(tc)
 	return s, nil
 }
 

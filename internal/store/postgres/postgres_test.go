@@ -380,3 +380,105 @@ func TestEventCountFollowsOtherInstances(t *testing.T) {
 	}
 	expect(0, "TRUNCATE")
 }
+
+// TestTokenCacheFollowsOtherInstances: instance a answers an access token
+// from its cache while nothing changed (one statement: the generation
+// read), and sees at its next read every change that another instance or
+// an operator made to the token, its grant or its person.
+func TestTokenCacheFollowsOtherInstances(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	open := func() *Store {
+		s, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	var statements atomic.Int64
+	a.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	n := 0
+	issue := func(kind string) (store.Token, store.Grant) {
+		t.Helper()
+		n++
+		g := store.Grant{ID: fmt.Sprintf("g%d", n), ClientID: "c1", Subject: fmt.Sprintf("p%d", n), Scopes: []string{"read"},
+			Data: []byte(`{"v":1}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		tk := store.Token{Hash: []byte(fmt.Sprintf("h%d", n)), Kind: kind, GrantID: g.ID, ClientID: "c1", Subject: g.Subject,
+			Scopes: []string{"read"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := b.CreateGrant(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.CreateToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, _, err := a.GetTokenGrant(ctx, tk.Hash); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tk, g
+	}
+	read := func(hash []byte) (store.Token, store.Grant, error) {
+		t.Helper()
+		before := statements.Load()
+		tk, g, err := a.GetTokenGrant(ctx, hash)
+		if kind := tk.Kind; err == nil && kind == store.KindAccess && statements.Load()-before > 2 {
+			t.Errorf("an access token read took %d statements", statements.Load()-before)
+		}
+		return tk, g, err
+	}
+	tk, _ := issue(store.KindAccess)
+	before := statements.Load()
+	if _, _, err := a.GetTokenGrant(ctx, tk.Hash); err != nil || statements.Load()-before != 1 {
+		t.Errorf("an unchanged access token: %d statements, %v; want 1 (the generation)", statements.Load()-before, err)
+	}
+	for name, tc := range map[string]struct {
+		change func(tk store.Token, g store.Grant) error
+		check  func(tk store.Token, g store.Grant, err error) bool
+	}{
+		"b revokes the token": {func(tk store.Token, _ store.Grant) error { return b.RevokeToken(ctx, tk.Hash, now) },
+			func(tk store.Token, _ store.Grant, err error) bool { return err == nil && !tk.RevokedAt.IsZero() }},
+		"b revokes the grant": {func(_ store.Token, g store.Grant) error { return b.RevokeGrant(ctx, g.ID, now) },
+			func(tk store.Token, g store.Grant, err error) bool { return err == nil && !g.RevokedAt.IsZero() }},
+		"b blocks the person": {func(_ store.Token, g store.Grant) error { _, err := b.RevokePerson(ctx, g.Subject, now); return err },
+			func(tk store.Token, g store.Grant, err error) bool { return err == nil && !tk.RevokedAt.IsZero() }},
+		"b replaces the grant's data": {func(_ store.Token, g store.Grant) error { return b.SetGrantData(ctx, g.ID, []byte(`{"v":2}`)) },
+			func(_ store.Token, g store.Grant, err error) bool { return err == nil && string(g.Data) == `{"v":2}` }},
+		"an operator revokes the token": {func(tk store.Token, _ store.Grant) error {
+			_, err := raw.ExecContext(ctx, `UPDATE tokens SET revoked_at = 1 WHERE hash = $1`, tk.Hash)
+			return err
+		}, func(tk store.Token, _ store.Grant, err error) bool { return err == nil && !tk.RevokedAt.IsZero() }},
+		"an operator deletes the token": {func(tk store.Token, _ store.Grant) error {
+			_, err := raw.ExecContext(ctx, `DELETE FROM tokens WHERE hash = $1`, tk.Hash)
+			return err
+		}, func(_ store.Token, _ store.Grant, err error) bool { return errors.Is(err, store.ErrNotFound) }},
+		"an operator truncates": {func(store.Token, store.Grant) error {
+			_, err := raw.ExecContext(ctx, `TRUNCATE tokens`)
+			return err
+		}, func(_ store.Token, _ store.Grant, err error) bool { return errors.Is(err, store.ErrNotFound) }},
+	} {
+		tk, g := issue(store.KindAccess)
+		if err := tc.change(tk, g); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got, gg, err := read(tk.Hash); !tc.check(got, gg, err) {
+			t.Errorf("after %s: a read %+v, %+v, %v", name, got, gg, err)
+		}
+	}
+	// A refresh token's use moves no generation: refresh tokens are not kept.
+	rt, _ := issue(store.KindRefresh)
+	if _, err := b.UseRefreshToken(ctx, rt.Hash, now); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := read(rt.Hash); err != nil || got.UsedAt.IsZero() {
+		t.Errorf("a refresh token used by b: %+v, %v", got, err)
+	}
+}

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"sync"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -13,17 +14,26 @@ const tokenCacheSize = 100_000
 const maxCachedPerGrant = 32
 
 // TokenCache keeps GetTokenGrant's answers in memory, so that introspecting
-// an active token reads no database. It is correct only when every write to
-// the tokens and grants tables goes through the DBs that share it: the
-// embedded store locks its file to one process (sqlite.Open) and shares one
-// cache between the stores a process opens on that file. PostgreSQL, whose
-// instances write the same rows, has none.
+// an active token reads no database. Without Generation it is correct only
+// when every write to the tokens and grants tables goes through the DBs
+// that share it: the embedded store locks its file to one process
+// (sqlite.Open) and shares one cache between the stores a process opens on
+// that file. PostgreSQL, whose instances write the same rows, follows the
+// token generation that its triggers move (Generation): one shared read
+// per batch of concurrent lookups instead of one row read each.
 //
 // Every write that changes a token or grant row invalidates its entries once
 // its transaction has ended; an answer read while a write was in flight is
 // not cached (seq), so a revocation is seen by every introspection that
 // starts after the revoking request was answered.
 type TokenCache struct {
+	// Generation, when set, reads the token generation (PostgreSQL): a
+	// value read after the call that every other instance's revocation
+	// moves. An entry is answered only under the generation it was read
+	// under, and only access tokens are kept (a refresh token's use, on
+	// any instance, moves no generation).
+	Generation func(ctx context.Context) (int64, error)
+
 	mu      sync.RWMutex
 	seq     uint64 // counts invalidations
 	entries map[string]cachedToken
@@ -31,8 +41,9 @@ type TokenCache struct {
 }
 
 type cachedToken struct {
-	t store.Token
-	g store.Grant
+	t   store.Token
+	g   store.Grant
+	gen int64 // the token generation read before the row (Generation)
 }
 
 // NewTokenCache returns an empty cache.
@@ -52,8 +63,8 @@ func (c *TokenCache) get(hash []byte) (cachedToken, bool, uint64) {
 
 // put caches what was read when no invalidation has run since seq. Tokens
 // with a usage limit are never cached: each use is a write anyway.
-func (c *TokenCache) put(seq uint64, t store.Token, g store.Grant) {
-	if t.UsageLimit > 0 {
+func (c *TokenCache) put(seq uint64, gen int64, t store.Token, g store.Grant) {
+	if t.UsageLimit > 0 || c.Generation != nil && t.Kind != store.KindAccess {
 		return
 	}
 	c.mu.Lock()
@@ -64,7 +75,7 @@ func (c *TokenCache) put(seq uint64, t store.Token, g store.Grant) {
 	if len(c.entries) >= tokenCacheSize {
 		c.entries, c.byGrant = map[string]cachedToken{}, map[string][]string{}
 	}
-	c.entries[string(t.Hash)] = cachedToken{t: t, g: g}
+	c.entries[string(t.Hash)] = cachedToken{t: t, g: g, gen: gen}
 	c.byGrant[g.ID] = append(c.byGrant[g.ID], string(t.Hash))
 }
 

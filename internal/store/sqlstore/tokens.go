@@ -131,15 +131,30 @@ func (db *DB) GetTokenGrant(ctx context.Context, hash []byte) (store.Token, stor
 	if c == nil || db.inTx {
 		return db.readTokenGrant(ctx, hash)
 	}
+	var gen int64
+	if c.Generation != nil {
+		// Before the row is read: an entry is never newer than its tag.
+		var err error
+		if gen, err = c.Generation(ctx); err != nil {
+			return store.Token{}, store.Grant{}, err
+		}
+	}
 	e, ok, seq := c.get(hash)
-	if ok {
+	if ok && e.gen == gen {
 		return e.t, e.g, nil
 	}
 	t, g, err := db.readTokenGrant(ctx, hash)
 	if err == nil {
-		c.put(seq, t, g)
+		c.put(seq, gen, t, g)
 	}
 	return t, g, err
+}
+
+// TokenGeneration reads the token generation (PostgreSQL's migration 0027).
+func (db *DB) TokenGeneration(ctx context.Context) (int64, error) {
+	var g int64
+	err := db.queryRow(ctx, `SELECT COALESCE(SUM(generation), 0) FROM token_generation`).Scan(&g)
+	return g, db.scanErr(err)
 }
 
 func (db *DB) readTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
