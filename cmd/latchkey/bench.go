@@ -39,6 +39,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	printConfig := fs.Bool("print-config", false, "print the configuration the benchmark's server needs and exit")
 	startups := fs.Int("startups", 5, "after the scenarios, restart the server this many times on its database and report the time to ready")
 	profileDir := fs.String("profile", "", "write the server's CPU and allocation profiles of each scenario into this `folder`")
+	preload := fs.Int("preload", 0, "before the server starts, bulk-load this many grants, access tokens and events (each) into its database")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -61,8 +62,8 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	if *profileDir != "" && *target != "" {
-		return usageError{errors.New("bench: --profile needs the server bench starts (no --target)")}
+	if (*profileDir != "" || *preload > 0) && *target != "" {
+		return usageError{errors.New("bench: --profile and --preload need the server bench starts (no --target)")}
 	}
 	base, serverPID, debugBase := *target, 0, ""
 	var analyze *sql.DB // PostgreSQL without autovacuum: ANALYZE before each scenario
@@ -96,6 +97,14 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 				return err
 			}
 			env, debugBase = append(env, "LATCHKEY_DEBUG_LISTEN="+debugAddr), "http://"+debugAddr
+		}
+		if *preload > 0 {
+			p, err := bench.Preload(ctx, db, *preload, nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "preloaded %d grants, access tokens and events each (%d rows) in %.1f s, %.0f rows/s; database %d MiB\n",
+				*preload, p.Rows, p.Took.Seconds(), float64(p.Rows)/p.Took.Seconds(), p.Bytes>>20)
 		}
 		serveArgs := []string{"serve", "--config", cfg}
 		cmd, err := startChild(ctx, serveArgs, env...)

@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/backend"
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+)
+
+// The preloaded rows are rows the store reads as its own: a grant by its
+// id, the events through the search, on both stores.
+func TestPreload(t *testing.T) {
+	for name, database := range map[string]func() string{
+		"sqlite":   func() string { return "sqlite:" + filepath.Join(t.TempDir(), "latchkey.db") },
+		"postgres": func() string { return pgtest.NewDatabase(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db := database()
+			const n = 2_000
+			var done []int
+			p, err := Preload(ctx, db, n, func(d int) { done = append(done, d) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Rows != 3*n || p.Bytes <= 0 || len(done) != 1 || done[0] != n {
+				t.Errorf("preloaded %+v, progress %v", p, done)
+			}
+			st, err := backend.Open(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			for _, i := range []int{1, n} {
+				id := fmt.Sprintf("pre%08x%d", (i*2654435761)%4294967296, i)
+				g, err := st.GetGrant(ctx, id)
+				if err != nil || g.ClientID != fmt.Sprintf("bench-pre-%d", i%10) || len(g.Scopes) != 1 || !g.ExpiresAt.After(g.CreatedAt) {
+					t.Errorf("grant %s: %+v, %v", id, g, err)
+				}
+			}
+			all, err := st.CountEvents(ctx, store.EventFilter{Kind: store.EventOAuth}, 10*n)
+			if err != nil || all != n-n/20 {
+				t.Errorf("%d OAuth events, %v; want %d", all, err, n-n/20)
+			}
+			page, err := st.SearchEvents(ctx, store.EventFilter{Kind: store.EventPerson, AgentUser: "admin"}, 0, 5)
+			if err != nil || len(page) != 5 || page[0].Type != "person.PersonUpdatedEvent" {
+				t.Errorf("person events: %+v, %v", page, err)
+			}
+		})
+	}
+}
