@@ -9,7 +9,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the preload's PostgreSQL connection
-	_ "modernc.org/sqlite"              // and its SQLite one
+	_ "modernc.org/sqlite"             // and its SQLite one
 
 	"github.com/latchkey/latchkey/internal/store/backend"
 )
