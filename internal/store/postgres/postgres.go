@@ -51,7 +51,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	db.SetMaxIdleConns(n)
 	d := &sqlstore.Dialect{Name: "postgres", NumberedPlaceholders: true, Translate: translate,
 		Migrations: ms, LockMigrations: migrationLock, ForUpdate: " FOR UPDATE",
-		ForNoKeyUpdate: " FOR NO KEY UPDATE", KeyShare: " FOR KEY SHARE", ForShare: " FOR SHARE", ArrayInsert: true, DeferInserts: true,
+		ForNoKeyUpdate: " FOR NO KEY UPDATE", KeyShare: " FOR KEY SHARE", ForShare: " FOR SHARE", ArrayInsert: true, DeferInserts: true, CoalesceUses: true,
 		TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`}
 	s := &Store{sqlstore.New(d, db, nil)}
 	if err := s.Ping(ctx); err != nil {

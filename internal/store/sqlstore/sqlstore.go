@@ -67,6 +67,10 @@ type Dialect struct {
 	// (PostgreSQL's unnest), whatever their number, instead of a VALUES
 	// list per batch size.
 	ArrayInsert bool
+	// CoalesceUses counts the concurrent uses of one limited token outside
+	// a transaction with one statement (usage.go): PostgreSQL, where each
+	// statement on the row waits for the previous one's commit.
+	CoalesceUses bool
 	// IndexHints names the index of an event search (SQLite's INDEXED BY).
 	IndexHints bool
 	// TablesQuery lists the names of the store's tables (FindText).
@@ -125,6 +129,7 @@ type shared struct {
 	scopeCache *ScopeCache
 	events     GroupCommit // the event sink outside a transaction
 	kindCounts sync.Map    // event kind -> kindCount (CountEvents)
+	uses       useCoalescer
 }
 
 // maxStmts bounds the statement caches; queries with many parameters (batch

@@ -204,6 +204,9 @@ func (db *DB) updateToken(ctx context.Context, hash []byte, q string, args ...an
 
 // CountTokenUse counts one use of a limited token; ErrConflict when exhausted.
 func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, error) {
+	if db.d.CoalesceUses && !db.inTx {
+		return db.coalescedUse(ctx, hash)
+	}
 	return db.updateToken(ctx, hash, `UPDATE tokens SET usage_count = usage_count + 1
 		WHERE hash = ? AND usage_limit > 0 AND usage_count < usage_limit RETURNING `+tokenColumns, hash)
 }

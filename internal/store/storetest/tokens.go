@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,6 +183,36 @@ func testUsageLimitRace(t *testing.T, s store.Store) {
 	wins := race(t, 50, func() error { _, err := s.CountTokenUse(ctx(), []byte("l1")); return err }, store.ErrConflict)
 	if wins != 5 {
 		t.Errorf("%d of 50 concurrent uses succeeded, want exactly the limit 5", wins)
+	}
+	// Each use that succeeds is told a count of its own: 1 to the limit.
+	limited = tok("l2", store.KindAccess, "g1")
+	limited.UsageLimit = 40
+	if err := s.CreateToken(ctx(), limited); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	counts := map[int]int{}
+	wins = race(t, 60, func() error {
+		got, err := s.CountTokenUse(ctx(), []byte("l2"))
+		if err == nil {
+			mu.Lock()
+			counts[got.UsageCount]++
+			mu.Unlock()
+		} else if got.UsageCount != 40 {
+			t.Errorf("a refused use was told the count %d, want 40", got.UsageCount)
+		}
+		return err
+	}, store.ErrConflict)
+	if wins != 40 || len(counts) != 40 {
+		t.Errorf("%d of 60 uses succeeded with %d distinct counts, want 40 and 40", wins, len(counts))
+	}
+	for n, times := range counts {
+		if n < 1 || n > 40 || times != 1 {
+			t.Errorf("count %d told %d times", n, times)
+		}
+	}
+	if got, err := s.GetToken(ctx(), []byte("l2")); err != nil || got.UsageCount != 40 {
+		t.Errorf("stored count %d, %v", got.UsageCount, err)
 	}
 }
 
