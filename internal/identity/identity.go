@@ -76,6 +76,9 @@ type Service struct {
 	// Devices signs the known-device cookies; nil: no device is known and
 	// every login counts against the per-account back-off.
 	Devices *token.Hasher
+	// Keys makes keyed hashes under the server key: a seeded person's
+	// fingerprint (SeedPersons). nil: every start hashes the seeded passwords.
+	Keys *token.Hasher
 	// PasswordPolicy applies the password policy wherever a password is set
 	// (nil: no policy).
 	PasswordPolicy func(ctx context.Context, password string) error
@@ -297,12 +300,18 @@ func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) erro
 				return fmt.Errorf("person %s: %w", cp.Email, err)
 			}
 		}
-		h, err := password.Hash(cp.Password)
-		if err != nil {
-			return err
+		p, err := s.Store.GetPersonByEmail(ctx, "", cp.Email)
+		if err == nil && s.seededAsConfigured(ctx, cp, p) {
+			continue
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("person %s: %w", cp.Email, err)
+		}
+		h, herr := password.Hash(cp.Password)
+		if herr != nil {
+			return herr
 		}
 		now := s.Now().UTC()
-		p, err := s.Store.GetPersonByEmail(ctx, "", cp.Email)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			id := uuid.NewString()
@@ -324,8 +333,36 @@ func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) erro
 		if err != nil {
 			return fmt.Errorf("person %s: %w", cp.Email, err)
 		}
+		if s.Keys != nil {
+			if err := s.Store.SetSeedFingerprint(ctx, cp.Email, s.Keys.Hash(seedLabel, seedInput(cp, h))); err != nil {
+				return fmt.Errorf("person %s: %w", cp.Email, err)
+			}
+		}
 	}
 	return nil
+}
+
+const seedLabel = "latchkey seeded person"
+
+// seedInput is what a seeded person's fingerprint covers: the configured
+// email and password and the hash stored for them.
+func seedInput(cp config.Person, phc string) string {
+	return strings.ToLower(cp.Email) + "\x00" + cp.Password + "\x00" + phc
+}
+
+// seededAsConfigured reports whether p is as the configuration file seeds
+// it: its names, and a stored hash that the last seeding made from the
+// configured password (the recorded fingerprint, a keyed hash under the
+// server key, covers both). Then a start need not hash the password again
+// (an argon2id hash, most of a start's time) nor write the person. A
+// password the person changed since, or another one in the file, does not
+// match, and the file's password is set again, as at every start before.
+func (s *Service) seededAsConfigured(ctx context.Context, cp config.Person, p store.Person) bool {
+	if s.Keys == nil || p.FirstName != cp.FirstName || p.LastName != cp.LastName {
+		return false
+	}
+	fp, err := s.Store.SeedFingerprint(ctx, cp.Email)
+	return err == nil && s.Keys.Verify(seedLabel, seedInput(cp, p.PasswordHash), fp)
 }
 
 // KnownStatus reports whether status is one of the person statuses.

@@ -516,3 +516,68 @@ func TestDeletePersonRevokesEverything(t *testing.T) {
 		t.Errorf("delete events: %+v", evs)
 	}
 }
+
+// A start whose configured person is as the last start left it hashes
+// nothing and writes nothing; a changed file, or a password the person
+// changed since, is seeded again (the file wins, as at every start before).
+func TestSeedPersonsSkipsWhatIsAsConfigured(t *testing.T) {
+	s, st, _ := newService(t)
+	keys, err := token.NewHasher(bytes.Repeat([]byte{7}, token.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Keys = keys
+	ctx := context.Background()
+	jane := config.Person{Email: "Jane@Example.com", Password: "right-password", FirstName: "Jane"}
+	seed := func(p config.Person) store.Person {
+		t.Helper()
+		if err := s.SeedPersons(ctx, []config.Person{p}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.GetPersonByEmail(ctx, "", p.Email)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := seed(jane) // records the fingerprint (newService seeded without keys)
+	if again := seed(jane); again.PasswordHash != first.PasswordHash || !again.UpdatedAt.Equal(first.UpdatedAt) {
+		t.Errorf("an unchanged seed hashed or wrote again: %q → %q", first.PasswordHash, again.PasswordHash)
+	}
+	changed := jane
+	changed.Password = "another-password"
+	got := seed(changed)
+	if ok, _ := password.Verify(got.PasswordHash, "another-password"); !ok {
+		t.Error("a changed password in the file was not seeded")
+	}
+	if err := st.UpdatePerson(ctx, got.ID, func(p store.Person) (store.Person, error) {
+		p.PasswordHash, err = password.Hash("chosen-by-jane")
+		return p, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := seed(changed); !mustVerify(t, got.PasswordHash, "another-password") {
+		t.Error("a password the person changed outlived a start: the file's must win")
+	}
+	renamed := changed
+	renamed.LastName = "Doe"
+	if got := seed(renamed); got.LastName != "Doe" {
+		t.Errorf("a changed name was not seeded: %+v", got)
+	}
+	if err := st.SetSeedFingerprint(ctx, "jane@example.com", []byte("forged")); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := st.GetPersonByEmail(ctx, "", renamed.Email)
+	if got := seed(renamed); got.PasswordHash == stored.PasswordHash || !mustVerify(t, got.PasswordHash, "another-password") {
+		t.Error("after a wrong fingerprint the person was not seeded again")
+	}
+}
+
+func mustVerify(t *testing.T, phc, pw string) bool {
+	t.Helper()
+	ok, err := password.Verify(phc, pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}

@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return nil, err
 	}
 	s.identity.TOTP = totpSealer
-	s.identity.Devices = h
+	s.identity.Devices, s.identity.Keys = h, h
 	s.oauth = &oauth.Service{
 		Store: st, Hasher: h, Clients: s.clients, Passwords: s.identity, Events: rec,
 		Issuer: cfg.Issuer, Now: now, Log: logger, DeviceCodeLifetime: time.Duration(cfg.DeviceCodeLifetime),

@@ -34,6 +34,10 @@ type ServerKeys interface {
 	// different fingerprints exactly one is recorded; the others get
 	// ErrServerKeyMismatch.
 	ClaimServerKey(ctx context.Context, fingerprint []byte) error
+	// SeedFingerprint returns what SetSeedFingerprint recorded for the
+	// person the configuration file seeds under email; ErrNotFound when none.
+	SeedFingerprint(ctx context.Context, email string) ([]byte, error)
+	SetSeedFingerprint(ctx context.Context, email string, fingerprint []byte) error
 }
 
 // Client is an OAuth client (RFC 6749 section 2). Secrets are never stored in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"strings"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -46,4 +47,24 @@ func (db *DB) serverKeyFingerprint(ctx context.Context) ([]byte, error) {
 		return nil, db.scanErr(err)
 	}
 	return recorded, nil
+}
+
+// seedPrefix names the server_meta rows of seeded persons, by email.
+const seedPrefix = "seeded_person:"
+
+// SeedFingerprint reads a seeded person's fingerprint.
+func (db *DB) SeedFingerprint(ctx context.Context, email string) ([]byte, error) {
+	var fp []byte
+	if err := db.queryRow(ctx, `SELECT value FROM server_meta WHERE name = ?`, seedPrefix+strings.ToLower(email)).
+		Scan(&fp); err != nil {
+		return nil, db.scanErr(err)
+	}
+	return fp, nil
+}
+
+// SetSeedFingerprint records (or replaces) a seeded person's fingerprint.
+func (db *DB) SetSeedFingerprint(ctx context.Context, email string, fingerprint []byte) error {
+	_, err := db.exec(ctx, `INSERT INTO server_meta (name, value) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, seedPrefix+strings.ToLower(email), fingerprint)
+	return err
 }

@@ -325,3 +325,20 @@ func testDeleteExpired(t *testing.T, s store.Store) {
 		t.Errorf("expired grant kept: %v", err)
 	}
 }
+
+func testSeedFingerprint(t *testing.T, s store.Store) {
+	if _, err := s.SeedFingerprint(ctx(), "jane@example.com"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("none recorded: %v", err)
+	}
+	for _, fp := range []string{"one", "two"} {
+		if err := s.SetSeedFingerprint(ctx(), "Jane@Example.com", []byte(fp)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.SeedFingerprint(ctx(), "jane@example.COM"); err != nil || string(got) != fp {
+			t.Errorf("recorded %q: read %q, %v", fp, got, err)
+		}
+	}
+	if _, err := s.SeedFingerprint(ctx(), "john@example.com"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another email: %v", err)
+	}
+}

@@ -39,6 +39,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"Throttle", testThrottle},
 		{"Events", testEvents},
 		{"EventCountFollowsDeletions", testEventCountFollowsDeletions},
+		{"SeedFingerprint", testSeedFingerprint},
 		{"DeleteExpired", testDeleteExpired},
 		{"Scopes", testScopes},
 		{"ScopeReadsSeeWrites", testScopeReadsSeeWrites},
