@@ -312,9 +312,10 @@ func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) erro
 			return herr
 		}
 		now := s.Now().UTC()
+		id := p.ID
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			id := uuid.NewString()
+			id = uuid.NewString()
 			err = s.Store.Tx(ctx, func(tx store.Store) error {
 				if err := tx.CreatePerson(ctx, store.Person{
 					ID: id, Email: cp.Email, PasswordHash: h, FirstName: cp.FirstName,
@@ -334,7 +335,7 @@ func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) erro
 			return fmt.Errorf("person %s: %w", cp.Email, err)
 		}
 		if s.Keys != nil {
-			if err := s.Store.SetSeedFingerprint(ctx, cp.Email, s.Keys.Hash(seedLabel, seedInput(cp, h))); err != nil {
+			if err := s.Store.SetSeedFingerprint(ctx, id, s.Keys.Hash(seedLabel, seedInput(cp, h))); err != nil {
 				return fmt.Errorf("person %s: %w", cp.Email, err)
 			}
 		}
@@ -361,7 +362,7 @@ func (s *Service) seededAsConfigured(ctx context.Context, cp config.Person, p st
 	if s.Keys == nil || p.FirstName != cp.FirstName || p.LastName != cp.LastName {
 		return false
 	}
-	fp, err := s.Store.SeedFingerprint(ctx, cp.Email)
+	fp, err := s.Store.SeedFingerprint(ctx, p.ID)
 	return err == nil && s.Keys.Verify(seedLabel, seedInput(cp, p.PasswordHash), fp)
 }
 

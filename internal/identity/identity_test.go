@@ -564,7 +564,7 @@ func TestSeedPersonsSkipsWhatIsAsConfigured(t *testing.T) {
 	if got := seed(renamed); got.LastName != "Doe" {
 		t.Errorf("a changed name was not seeded: %+v", got)
 	}
-	if err := st.SetSeedFingerprint(ctx, "jane@example.com", []byte("forged")); err != nil {
+	if err := st.SetSeedFingerprint(ctx, got.ID, []byte("forged")); err != nil {
 		t.Fatal(err)
 	}
 	stored, _ := st.GetPersonByEmail(ctx, "", renamed.Email)

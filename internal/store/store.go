@@ -34,10 +34,11 @@ type ServerKeys interface {
 	// different fingerprints exactly one is recorded; the others get
 	// ErrServerKeyMismatch.
 	ClaimServerKey(ctx context.Context, fingerprint []byte) error
-	// SeedFingerprint returns what SetSeedFingerprint recorded for the
-	// person the configuration file seeds under email; ErrNotFound when none.
-	SeedFingerprint(ctx context.Context, email string) ([]byte, error)
-	SetSeedFingerprint(ctx context.Context, email string, fingerprint []byte) error
+	// SeedFingerprint returns what SetSeedFingerprint recorded for a person
+	// the configuration file seeds; ErrNotFound when none. ErasePerson
+	// removes it.
+	SeedFingerprint(ctx context.Context, personID string) ([]byte, error)
+	SetSeedFingerprint(ctx context.Context, personID string, fingerprint []byte) error
 }
 
 // Client is an OAuth client (RFC 6749 section 2). Secrets are never stored in

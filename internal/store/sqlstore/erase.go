@@ -38,6 +38,8 @@ func (db *DB) ErasePerson(ctx context.Context, personID string, now time.Time,
 			`DELETE FROM device_codes WHERE subject = ?`,
 			`DELETE FROM person_tokens WHERE person_id = ?`,
 			`DELETE FROM outbox WHERE person_id = ? AND person_id <> ''`,
+			// A person the config file seeded: its fingerprint.
+			`DELETE FROM server_meta WHERE name = '` + seedPrefix + `' || ?`,
 		} {
 			if _, err := tx.exec(ctx, q, personID); err != nil {
 				return err

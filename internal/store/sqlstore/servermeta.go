@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"strings"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -49,22 +48,22 @@ func (db *DB) serverKeyFingerprint(ctx context.Context) ([]byte, error) {
 	return recorded, nil
 }
 
-// seedPrefix names the server_meta rows of seeded persons, by email.
+// seedPrefix names the server_meta rows of seeded persons, by person ID
+// (an email would outlive the person's erasure there).
 const seedPrefix = "seeded_person:"
 
 // SeedFingerprint reads a seeded person's fingerprint.
-func (db *DB) SeedFingerprint(ctx context.Context, email string) ([]byte, error) {
+func (db *DB) SeedFingerprint(ctx context.Context, personID string) ([]byte, error) {
 	var fp []byte
-	if err := db.queryRow(ctx, `SELECT value FROM server_meta WHERE name = ?`, seedPrefix+strings.ToLower(email)).
-		Scan(&fp); err != nil {
+	if err := db.queryRow(ctx, `SELECT value FROM server_meta WHERE name = ?`, seedPrefix+personID).Scan(&fp); err != nil {
 		return nil, db.scanErr(err)
 	}
 	return fp, nil
 }
 
 // SetSeedFingerprint records (or replaces) a seeded person's fingerprint.
-func (db *DB) SetSeedFingerprint(ctx context.Context, email string, fingerprint []byte) error {
+func (db *DB) SetSeedFingerprint(ctx context.Context, personID string, fingerprint []byte) error {
 	_, err := db.exec(ctx, `INSERT INTO server_meta (name, value) VALUES (?, ?)
-		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, seedPrefix+strings.ToLower(email), fingerprint)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, seedPrefix+personID, fingerprint)
 	return err
 }

@@ -327,18 +327,28 @@ func testDeleteExpired(t *testing.T, s store.Store) {
 }
 
 func testSeedFingerprint(t *testing.T, s store.Store) {
-	if _, err := s.SeedFingerprint(ctx(), "jane@example.com"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.SeedFingerprint(ctx(), "p-1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("none recorded: %v", err)
 	}
 	for _, fp := range []string{"one", "two"} {
-		if err := s.SetSeedFingerprint(ctx(), "Jane@Example.com", []byte(fp)); err != nil {
+		if err := s.SetSeedFingerprint(ctx(), "p-1", []byte(fp)); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := s.SeedFingerprint(ctx(), "jane@example.COM"); err != nil || string(got) != fp {
+		if got, err := s.SeedFingerprint(ctx(), "p-1"); err != nil || string(got) != fp {
 			t.Errorf("recorded %q: read %q, %v", fp, got, err)
 		}
 	}
-	if _, err := s.SeedFingerprint(ctx(), "john@example.com"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("another email: %v", err)
+	if _, err := s.SeedFingerprint(ctx(), "p-2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("another person: %v", err)
+	}
+	// Erasing the person erases its fingerprint.
+	if err := s.CreatePerson(ctx(), person("p-1", "seeded@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ErasePerson(ctx(), "p-1", t0, func(store.Store, store.Person) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SeedFingerprint(ctx(), "p-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after the erasure: %v", err)
 	}
 }
