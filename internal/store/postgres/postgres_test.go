@@ -192,16 +192,7 @@ func TestPostgresTwoInstancesRotateOnce(t *testing.T) {
 // from the next request on (its generation read), and sends no statement
 // while nothing changed.
 func TestScopeCacheFollowsOtherInstances(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	open := func() *Store {
-		s, err := Open(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := open(), open()
+	a, b, _ := twoInstances(t)
 	fresh := &client.Fresh{Read: a.ClientGeneration}
 	a.UseScopeCache(&sqlstore.ScopeCache{Generation: fresh.Latest})
 	var statements atomic.Int64
@@ -317,17 +308,8 @@ func TestSharePersonLetsIssuancesShareAndWritersWait(t *testing.T) {
 // events reached the search's bound; deletions by instance b, by an
 // operator's statement and by TRUNCATE must each end that at a's next count.
 func TestEventCountFollowsOtherInstances(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	a, b, dsn := twoInstances(t)
 	ctx := context.Background()
-	open := func() *Store {
-		s, err := Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := open(), open()
 	raw, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -386,17 +368,8 @@ func TestEventCountFollowsOtherInstances(t *testing.T) {
 // read), and sees at its next read every change that another instance or
 // an operator made to the token, its grant or its person.
 func TestTokenCacheFollowsOtherInstances(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	a, b, dsn := twoInstances(t)
 	ctx := context.Background()
-	open := func() *Store {
-		s, err := Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := open(), open()
 	var statements atomic.Int64
 	a.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
 	raw, err := sql.Open("pgx", dsn)
@@ -481,4 +454,20 @@ func TestTokenCacheFollowsOtherInstances(t *testing.T) {
 	if got, _, err := read(rt.Hash); err != nil || got.UsedAt.IsZero() {
 		t.Errorf("a refresh token used by b: %+v, %v", got, err)
 	}
+}
+
+// twoInstances opens two stores on one fresh database, as two instances
+// of a deployment, and returns its DSN for statements of an operator's.
+func twoInstances(t *testing.T) (a, b *Store, dsn string) {
+	t.Helper()
+	dsn = pgtest.NewDatabase(t)
+	open := func() *Store {
+		s, err := Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return open(), open(), dsn
 }
