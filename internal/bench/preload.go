@@ -21,16 +21,16 @@ const preloadChunk = 100_000
 type Preloaded struct {
 	Rows  int64 // grants, tokens and events together
 	Took  time.Duration
-	Bytes int64 // the database's size after the load
+	Bytes int64     // the database's size after the load
+	N     int       // rows of each table
+	Now   time.Time // the rows were written over the 30 days before it
 }
 
 // Preload migrates database and bulk-loads n grants, one access token for
 // each and n events into it, as a service that has run for a month would
-// hold them: keys spread over their whole range (a multiplicative hash of
-// the row number, as random ids are), grants made over the last 30 days
-// and living 60, access tokens of an hour (most of them expired, kept with
-// their grant), events of both kinds over the last 30 days, of 10 clients
-// and 100,000 persons. The rows are generated inside the database, by one
+// hold them: grants made over the last 30 days and living 60, access
+// tokens of an hour (most of them expired, kept with their grant), events
+// of both kinds over the last 30 days, of 10 clients and 100,000 persons. The rows are generated inside the database, by one
 // statement per chunk and table; the server must not run meanwhile (an
 // embedded store is locked to one process).
 func Preload(ctx context.Context, database string, n int, progress func(done int)) (Preloaded, error) {
@@ -57,7 +57,7 @@ func Preload(ctx context.Context, database string, n int, progress func(done int
 	for lo := 1; lo <= n; lo += preloadChunk {
 		hi := min(lo+preloadChunk-1, n)
 		for _, stmt := range q {
-			if _, err := db.ExecContext(ctx, stmt, lo, hi, now.UnixMicro()); err != nil {
+			if _, err := db.ExecContext(ctx, stmt, lo, hi, now.UnixMicro(), n); err != nil {
 				return Preloaded{}, fmt.Errorf("bench: preload: %w", err)
 			}
 		}
@@ -65,7 +65,7 @@ func Preload(ctx context.Context, database string, n int, progress func(done int
 			progress(hi)
 		}
 	}
-	out := Preloaded{Rows: 3 * int64(n)}
+	out := Preloaded{Rows: 3 * int64(n), N: n, Now: now}
 	if lite {
 		if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			return out, err
@@ -89,46 +89,59 @@ func Preload(ctx context.Context, database string, n int, progress func(done int
 	return out, nil
 }
 
-// The statements of one chunk: rows lo ($1) to hi ($2), now ($3, Unix
-// microseconds). The grant of row i is the transaction of its token and its event.
+// The statements of one chunk: rows lo ($1) to hi ($2) of n ($4), now ($3,
+// Unix microseconds). Row i was written at t = now - 30 days + i/n of 30
+// days, in the order latchkey writes: the grant of row i is the transaction
+// of its token and its event, and their keys are what latchkey makes at t
+// (token.OrderedID for grants, a UUIDv7 for events, a token key starting
+// with its millisecond stamp), so rows are appended at each b-tree's right
+// edge as in a month of service.
 var sqlitePreload = []string{
-	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
+	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
+		r(i, t) AS (SELECT i, ?3 - 2592000000000 + i * (2592000000000 / ?4) FROM s)
 	INSERT INTO grants (id, client_id, subject, scopes, amr, created_at, expires_at)
-	SELECT printf('pre%08x%d', (i * 2654435761) % 4294967296, i), 'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000),
-		'["read"]', '[]', ?3 - (i * 7919 % 2592000) * 1000000, ?3 + 5184000000000 - (i * 7919 % 2592000) * 1000000 FROM s`,
-	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
+	SELECT printf('%012x%014d', t / 1000, i), 'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000),
+		'["read"]', '[]', t, t + 5184000000000 FROM r`,
+	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
+		r(i, t) AS (SELECT i, ?3 - 2592000000000 + i * (2592000000000 / ?4) FROM s)
 	INSERT INTO tokens (hash, kind, grant_id, client_id, subject, scopes, issued_at, expires_at)
-	SELECT randomblob(32), 'access', printf('pre%08x%d', (i * 2654435761) % 4294967296, i), 'bench-pre-' || (i % 10),
-		'pre-person-' || (i % 100000), '["read"]', ?3 - (i * 7919 % 2592000) * 1000000,
-		?3 + 3600000000 - (i * 7919 % 2592000) * 1000000 FROM s`,
-	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
+	SELECT unhex(printf('%012x', t / 1000)) || randomblob(32), 'access', printf('%012x%014d', t / 1000, i),
+		'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000), '["read"]', t, t + 3600000000 FROM r`,
+	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
+		r(i, t) AS (SELECT i, ?3 - 2592000000000 + i * (2592000000000 / ?4) FROM s)
 	INSERT INTO events (id, kind, type, name, client_id, transaction_id, user_id, user_id_lower, agent_user, occurred)
-	SELECT printf('pre%08x%d', (i * 2246822519) % 4294967296, i),
+	SELECT printf('%08x-%04x-7000-8000-%012x', t / 1000 >> 16, t / 1000 & 65535, i),
 		CASE WHEN i % 20 = 0 THEN 'person' ELSE 'oauth' END,
 		CASE WHEN i % 20 = 0 THEN 'person.PersonUpdatedEvent' WHEN i % 4 = 0 THEN 'TOKEN_INTROSPECTION_SUCCESS'
 			WHEN i % 4 = 1 THEN 'TOKEN_REQUEST_ACCESS_TOKEN_CREATED' WHEN i % 4 = 2 THEN 'LOGIN_SUCCEEDED' ELSE 'CONSENT_GIVEN' END,
-		'preloaded', 'bench-pre-' || (i % 10), printf('pre%08x%d', (i * 2654435761) % 4294967296, i),
+		'preloaded', 'bench-pre-' || (i % 10), printf('%012x%014d', t / 1000, i),
 		'pre-person-' || (i % 100000), 'pre-person-' || (i % 100000), CASE WHEN i % 20 = 0 THEN 'admin' ELSE '' END,
-		(?3 - (i * 7919 % 2592000) * 1000000) / 1000 FROM s`,
+		t / 1000 FROM r`,
 }
 
 var pgPreload = []string{
 	`INSERT INTO grants (id, client_id, subject, scopes, amr, created_at, expires_at)
-	SELECT 'pre' || lpad(to_hex((i * 2654435761) % 4294967296), 8, '0') || i, 'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000),
-		'["read"]', '[]', $3 - (i * 7919 % 2592000) * 1000000, $3 + 5184000000000 - (i * 7919 % 2592000) * 1000000
-	FROM generate_series($1::bigint, $2::bigint) AS s(i)`,
+	SELECT lpad(to_hex(t / 1000), 12, '0') || lpad(i::text, 14, '0'), 'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000),
+		'["read"]', '[]', t, t + 5184000000000
+	FROM generate_series($1::bigint, $2::bigint) AS s(i), LATERAL (SELECT $3 - 2592000000000 + i * (2592000000000 / $4::bigint) AS t) AS r`,
 	`INSERT INTO tokens (hash, kind, grant_id, client_id, subject, scopes, issued_at, expires_at)
-	SELECT sha256(int8send(i) || int8send($3)), 'access', 'pre' || lpad(to_hex((i * 2654435761) % 4294967296), 8, '0') || i,
-		'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000), '["read"]', $3 - (i * 7919 % 2592000) * 1000000,
-		$3 + 3600000000 - (i * 7919 % 2592000) * 1000000
-	FROM generate_series($1::bigint, $2::bigint) AS s(i)`,
+	SELECT decode(lpad(to_hex(t / 1000), 12, '0'), 'hex') || sha256(int8send(i) || int8send($3)), 'access',
+		lpad(to_hex(t / 1000), 12, '0') || lpad(i::text, 14, '0'),
+		'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000), '["read"]', t, t + 3600000000
+	FROM generate_series($1::bigint, $2::bigint) AS s(i), LATERAL (SELECT $3 - 2592000000000 + i * (2592000000000 / $4::bigint) AS t) AS r`,
 	`INSERT INTO events (id, kind, type, name, client_id, transaction_id, user_id, user_id_lower, agent_user, occurred)
-	SELECT 'pre' || lpad(to_hex((i * 2246822519) % 4294967296), 8, '0') || i,
+	SELECT lpad(to_hex((t / 1000) >> 16), 8, '0') || '-' || lpad(to_hex((t / 1000) & 65535), 4, '0') || '-7000-8000-' || lpad(to_hex(i), 12, '0'),
 		CASE WHEN i % 20 = 0 THEN 'person' ELSE 'oauth' END,
 		CASE WHEN i % 20 = 0 THEN 'person.PersonUpdatedEvent' WHEN i % 4 = 0 THEN 'TOKEN_INTROSPECTION_SUCCESS'
 			WHEN i % 4 = 1 THEN 'TOKEN_REQUEST_ACCESS_TOKEN_CREATED' WHEN i % 4 = 2 THEN 'LOGIN_SUCCEEDED' ELSE 'CONSENT_GIVEN' END,
-		'preloaded', 'bench-pre-' || (i % 10), 'pre' || lpad(to_hex((i * 2654435761) % 4294967296), 8, '0') || i,
+		'preloaded', 'bench-pre-' || (i % 10), lpad(to_hex(t / 1000), 12, '0') || lpad(i::text, 14, '0'),
 		'pre-person-' || (i % 100000), 'pre-person-' || (i % 100000), CASE WHEN i % 20 = 0 THEN 'admin' ELSE '' END,
-		($3 - (i * 7919 % 2592000) * 1000000) / 1000
-	FROM generate_series($1::bigint, $2::bigint) AS s(i)`,
+		t / 1000
+	FROM generate_series($1::bigint, $2::bigint) AS s(i), LATERAL (SELECT $3 - 2592000000000 + i * (2592000000000 / $4::bigint) AS t) AS r`,
+}
+
+// GrantID is the id of row i's grant, preloaded at now.
+func (p Preloaded) GrantID(i int) string {
+	t := p.Now.UnixMicro() - 2592000000000 + int64(i)*(2592000000000/int64(p.N))
+	return fmt.Sprintf("%012x%014d", t/1000, i)
 }

@@ -1,15 +1,37 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/backend"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+	"github.com/latchkey/latchkey/internal/token"
 )
+
+func maxTokenKey(t *testing.T, database string) []byte {
+	driver, dsn := "pgx", database
+	if path, ok := strings.CutPrefix(database, "sqlite:"); ok {
+		driver, dsn = "sqlite", "file:"+path
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var key []byte
+	if err := db.QueryRow(`SELECT hash FROM tokens ORDER BY hash DESC LIMIT 1`).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
 
 // The preloaded rows are rows the store reads as its own: a grant by its
 // id, the events through the search, on both stores.
@@ -36,11 +58,20 @@ func TestPreload(t *testing.T) {
 			}
 			defer st.Close()
 			for _, i := range []int{1, n} {
-				id := fmt.Sprintf("pre%08x%d", (i*2654435761)%4294967296, i)
+				id := p.GrantID(i)
 				g, err := st.GetGrant(ctx, id)
 				if err != nil || g.ClientID != fmt.Sprintf("bench-pre-%d", i%10) || len(g.Scopes) != 1 || !g.ExpiresAt.After(g.CreatedAt) {
 					t.Errorf("grant %s: %+v, %v", id, g, err)
 				}
+			}
+			// What the service writes next sorts after every preloaded row:
+			// it is appended at each b-tree's right edge.
+			if id := token.OrderedID(time.Now()); id <= p.GrantID(n) || p.GrantID(1) >= p.GrantID(n) {
+				t.Errorf("grant ids out of order: %s, %s, then %s", p.GrantID(1), p.GrantID(n), id)
+			}
+			h, _ := token.NewHasher(make([]byte, token.KeySize))
+			if _, key := h.Mint(token.AccessToken); bytes.Compare(key, maxTokenKey(t, db)) <= 0 {
+				t.Error("a minted token key sorts before a preloaded one")
 			}
 			all, err := st.CountEvents(ctx, store.EventFilter{Kind: store.EventOAuth}, 10*n)
 			if err != nil || all != n-n/20 {

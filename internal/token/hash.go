@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -151,14 +152,54 @@ var (
 	Session      = Kind{Prefix: "lk_se_", Label: "session"}
 )
 
-// Mint returns a new secret of kind k (256 random bits after the prefix) and
-// the keyed hash the store keeps.
-func (h *Hasher) Mint(k Kind) (value string, hash []byte) {
-	value = k.Prefix + Random(32)
-	return value, h.Hash(k.Label, value)
+// A minted value's body is the millisecond it was minted (48 bits) and 256
+// random bits, and its key (HashOf) starts with that stamp. The stores keep
+// tokens, codes and sessions in b-trees ordered by key, so new keys land at
+// the right edge, on pages already in memory, however many rows the tables
+// hold; a keyed hash alone sends each insert to a random leaf. The stamp
+// shows when the value was minted, which its holder learns anyway
+// (expires_in, introspection's iat).
+const (
+	stampSize  = 6
+	mintedSize = stampSize + 32
+)
+
+// mintedLen is the length of a minted body in base64url. Values minted
+// before the stamp (43 characters) keep the plain keyed hash as their key.
+var mintedLen = base64.RawURLEncoding.EncodedLen(mintedSize)
+
+// Mint returns a new secret of kind k and the key the store keeps it under.
+func (h *Hasher) Mint(k Kind) (value string, key []byte) {
+	return h.mintAt(k, time.Now())
 }
 
-// HashOf returns the keyed hash of a presented value of kind k.
+func (h *Hasher) mintAt(k Kind, now time.Time) (string, []byte) {
+	var b [mintedSize]byte
+	ms := uint64(now.UnixMilli())
+	for i := range stampSize {
+		b[i] = byte(ms >> (8 * (stampSize - 1 - i)))
+	}
+	if _, err := rand.Read(b[stampSize:]); err != nil {
+		panic(err) // as in Random
+	}
+	value := k.Prefix + base64.RawURLEncoding.EncodeToString(b[:])
+	return value, h.HashOf(k, value)
+}
+
+// HashOf returns the key of a presented value of kind k: the keyed hash of
+// the whole value, after the value's stamp when it has one. A forged stamp
+// only changes where the lookup searches; the hash still has to match.
 func (h *Hasher) HashOf(k Kind, value string) []byte {
-	return h.Hash(k.Label, value)
+	sum := h.Hash(k.Label, value)
+	body, ok := strings.CutPrefix(value, k.Prefix)
+	if !ok || len(body) != mintedLen {
+		return sum
+	}
+	// 8 base64url characters are exactly the 6 bytes of the stamp (fewer
+	// when the decoder skipped a line break).
+	stamp, err := base64.RawURLEncoding.DecodeString(body[:8])
+	if err != nil || len(stamp) != stampSize {
+		return sum
+	}
+	return append(stamp, sum...)
 }

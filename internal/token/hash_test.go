@@ -22,8 +22,8 @@ func TestMintIsPrefixedRandomAndHashed(t *testing.T) {
 	h := testHasher(t)
 	v1, h1 := h.Mint(AccessToken)
 	v2, _ := h.Mint(AccessToken)
-	if !strings.HasPrefix(v1, "lk_at_") || len(v1) != len("lk_at_")+43 {
-		t.Errorf("value %q: want lk_at_ + 43 base64url characters (256 bits)", v1)
+	if !strings.HasPrefix(v1, "lk_at_") || len(v1) != len("lk_at_")+51 {
+		t.Errorf("value %q: want lk_at_ + 51 base64url characters (a 48-bit stamp and 256 random bits)", v1)
 	}
 	if v1 == v2 {
 		t.Error("two mints gave the same value")
@@ -34,6 +34,74 @@ func TestMintIsPrefixedRandomAndHashed(t *testing.T) {
 	if bytes.Equal(h.HashOf(RefreshToken, v1), h1) {
 		t.Error("labels must separate the hash domains of token kinds")
 	}
+}
+
+func TestKeysFollowMintTime(t *testing.T) {
+	h := testHasher(t)
+	start := time.Now()
+	var prev []byte
+	for i := range 50 {
+		// Within one millisecond keys are random; across milliseconds they
+		// sort by mint time, whatever their random part.
+		v, key := h.mintAt(AccessToken, start.Add(time.Duration(i)*time.Millisecond))
+		if len(key) != stampSize+32 {
+			t.Fatalf("key of %q has %d bytes, want %d", v, len(key), stampSize+32)
+		}
+		if !bytes.Equal(key[stampSize:], h.Hash(AccessToken.Label, v)) {
+			t.Fatal("a key must end with the keyed hash of the whole value")
+		}
+		if prev != nil && bytes.Compare(prev, key) >= 0 {
+			t.Fatalf("key %d does not sort after the key minted a millisecond earlier", i)
+		}
+		prev = key
+	}
+}
+
+func TestHashOfValuesWithoutStamp(t *testing.T) {
+	h := testHasher(t)
+	// A value minted before keys had a stamp (43 characters) is found under
+	// its plain keyed hash, as it was stored.
+	legacy := AccessToken.Prefix + Random(32)
+	if got := h.HashOf(AccessToken, legacy); !bytes.Equal(got, h.Hash(AccessToken.Label, legacy)) {
+		t.Error("a value without stamp must keep its plain keyed hash as key")
+	}
+	v, key := h.Mint(AccessToken)
+	body := v[len(AccessToken.Prefix):]
+	for name, other := range map[string]string{
+		"another stamp":         AccessToken.Prefix + "AAAAAAAA" + body[8:],
+		"another random part":   v[:len(v)-2] + map[bool]string{true: "AA", false: "BA"}[v[len(v)-2:] != "AA"],
+		"another kind's prefix": RefreshToken.Prefix + body,
+		"stamp not base64url":   AccessToken.Prefix + "!!!!!!!!" + body[8:],
+		"one character short":   v[:len(v)-1],
+	} {
+		if bytes.Equal(h.HashOf(AccessToken, other), key) {
+			t.Errorf("%s: found under the minted key", name)
+		}
+	}
+}
+
+func FuzzHashOf(f *testing.F) {
+	h := testHasher(f)
+	v, _ := h.Mint(AccessToken)
+	for _, s := range []string{v, "lk_at_", "lk_at_x", AccessToken.Prefix + Random(32), v + "=", "lk_at_" + strings.Repeat("-", 51)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		key := h.HashOf(AccessToken, value)
+		sum := h.Hash(AccessToken.Label, value)
+		switch len(key) {
+		case len(sum):
+			if !bytes.Equal(key, sum) {
+				t.Fatal("a key without stamp is not the keyed hash")
+			}
+		case stampSize + len(sum):
+			if !bytes.Equal(key[stampSize:], sum) {
+				t.Fatal("a stamped key does not end with the keyed hash")
+			}
+		default:
+			t.Fatalf("key of %d bytes", len(key))
+		}
+	})
 }
 
 func TestVerifyAcceptsRotatedKeys(t *testing.T) {
