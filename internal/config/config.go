@@ -52,18 +52,24 @@ type Config struct {
 	// joined (ProxyList).
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// DeviceCodeLifetime is how long device and user codes live (default 10m).
-	DeviceCodeLifetime Duration          `yaml:"device_code_lifetime"`
-	Shutdown           Shutdown          `yaml:"shutdown"`
-	Metrics            Metrics           `yaml:"metrics"`
-	Log                Log               `yaml:"log"`
-	Introspection      Introspection     `yaml:"introspection"`
-	Features           Features          `yaml:"features"`
-	Events             Events            `yaml:"events"`
-	Webhooks           Webhooks          `yaml:"webhooks"`
-	Import             Import            `yaml:"import"`
-	BreachedPasswords  BreachedPasswords `yaml:"breached_passwords"`
-	OIDC               OIDC              `yaml:"oidc"`
-	SMTP               SMTP              `yaml:"smtp"`
+	DeviceCodeLifetime Duration `yaml:"device_code_lifetime"`
+	// TokenKeys is the kind of token values minted: "stamped" (they carry
+	// their mint time, and the store appends their keys) or "plain" (what
+	// releases before stamps read). Default: stamped on SQLite, plain on
+	// PostgreSQL, where the previous release may serve the same database
+	// during a rolling upgrade (docs/DEPLOY.md).
+	TokenKeys         string            `yaml:"token_keys"`
+	Shutdown          Shutdown          `yaml:"shutdown"`
+	Metrics           Metrics           `yaml:"metrics"`
+	Log               Log               `yaml:"log"`
+	Introspection     Introspection     `yaml:"introspection"`
+	Features          Features          `yaml:"features"`
+	Events            Events            `yaml:"events"`
+	Webhooks          Webhooks          `yaml:"webhooks"`
+	Import            Import            `yaml:"import"`
+	BreachedPasswords BreachedPasswords `yaml:"breached_passwords"`
+	OIDC              OIDC              `yaml:"oidc"`
+	SMTP              SMTP              `yaml:"smtp"`
 	// DynamicRegistration configures RFC 7591 registration at
 	// /oauth/register (off by default; docs/ADMIN.md).
 	DynamicRegistration DynamicRegistration `yaml:"dynamic_registration"`
@@ -436,6 +442,9 @@ func (c *Config) Validate() error {
 	if c.Shutdown.Timeout < 0 || c.Shutdown.Timeout > Duration(10*time.Minute) {
 		return fmt.Errorf("shutdown.timeout: %v is not between 0s and 10m", time.Duration(c.Shutdown.Timeout))
 	}
+	if c.TokenKeys != "" && c.TokenKeys != TokenKeysPlain && c.TokenKeys != TokenKeysStamped {
+		return fmt.Errorf("token_keys: %q is not plain or stamped", c.TokenKeys)
+	}
 	if c.DeviceCodeLifetime < Duration(time.Minute) || c.DeviceCodeLifetime > Duration(24*time.Hour) {
 		return fmt.Errorf("device_code_lifetime: %v is not between 1m and 24h", time.Duration(c.DeviceCodeLifetime))
 	}
@@ -595,4 +604,16 @@ func (s *SMTP) validate() error {
 		return errors.New("smtp: set both username and password, or neither")
 	}
 	return nil
+}
+
+// The kinds of token values (Config.TokenKeys).
+const (
+	TokenKeysPlain   = "plain"
+	TokenKeysStamped = "stamped"
+)
+
+// StampedTokenKeys reports whether this instance mints stamped token
+// values on a store of backend ("sqlite" or "postgres").
+func (c *Config) StampedTokenKeys(backend string) bool {
+	return c.TokenKeys == TokenKeysStamped || c.TokenKeys == "" && backend == "sqlite"
 }

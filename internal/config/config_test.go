@@ -118,6 +118,8 @@ func TestLoadErrors(t *testing.T) {
 		{"person email must be valid", "persons:\n  - {email: not-an-email, password: x}\n", nil, "not a valid address"},
 		{"person needs a password", "persons:\n  - {email: a@example.com}\n", nil, "password"},
 		{"bad trusted proxy", "trusted_proxies: [10.0.0.0/33]\n", nil, "trusted_proxies"},
+		{"unknown token_keys", "token_keys: ordered\n", nil, "token_keys"},
+		{"unknown token_keys from the environment", "", []string{"LATCHKEY_TOKEN_KEYS=Stamped"}, "token_keys"},
 		{"bad events trusted proxy", "events:\n  trusted_proxies: [lb.example]\n", nil, "events.trusted_proxies"},
 		{"bad listen from the environment is reported", "", []string{"LATCHKEY_LISTEN=nope"}, "listen"},
 		{"bad debug_listen is reported", "", []string{"LATCHKEY_DEBUG_LISTEN=nope"}, "debug_listen"},

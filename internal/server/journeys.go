@@ -79,6 +79,7 @@ func JourneysFor(ctx context.Context, cfg *config.Config, st store.Store, logger
 	if err != nil {
 		return nil, err
 	}
+	h.Stamped = cfg.StampedTokenKeys(st.Backend())
 	if err := st.ClaimServerKey(ctx, h.Fingerprint()); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err != nil {
 		return nil, err
 	}
+	h.Stamped = cfg.StampedTokenKeys(st.Backend())
 	// Before anything is written: under another key every hash and sealed
 	// secret in the store is useless, and this instance's own answers
 	// (tokens, sessions, its static clients' secrets) would not match the

@@ -24,6 +24,11 @@ const KeySize = 32
 // made for one kind of secret never matches another kind.
 type Hasher struct {
 	keys [][]byte // keys[0] signs; older keys still verify (rotation)
+	// Stamped: Mint makes values that carry their mint time, with keys
+	// that grow with it (below). Off, it makes plain values (256 random
+	// bits, keyed by the keyed hash alone), the only kind releases before
+	// stamps can look up. HashOf reads both kinds either way.
+	Stamped bool
 }
 
 // NewHasher returns a Hasher. The first key is current; the others are older
@@ -170,6 +175,10 @@ var mintedLen = base64.RawURLEncoding.EncodedLen(mintedSize)
 
 // Mint returns a new secret of kind k and the key the store keeps it under.
 func (h *Hasher) Mint(k Kind) (value string, key []byte) {
+	if !h.Stamped {
+		value = k.Prefix + Random(32)
+		return value, h.Hash(k.Label, value)
+	}
 	return h.mintAt(k, time.Now())
 }
 

@@ -20,6 +20,7 @@ func testHasher(t testing.TB) *Hasher {
 
 func TestMintIsPrefixedRandomAndHashed(t *testing.T) {
 	h := testHasher(t)
+	h.Stamped = true
 	v1, h1 := h.Mint(AccessToken)
 	v2, _ := h.Mint(AccessToken)
 	if !strings.HasPrefix(v1, "lk_at_") || len(v1) != len("lk_at_")+51 {
@@ -59,12 +60,17 @@ func TestKeysFollowMintTime(t *testing.T) {
 
 func TestHashOfValuesWithoutStamp(t *testing.T) {
 	h := testHasher(t)
-	// A value minted before keys had a stamp (43 characters) is found under
-	// its plain keyed hash, as it was stored.
-	legacy := AccessToken.Prefix + Random(32)
-	if got := h.HashOf(AccessToken, legacy); !bytes.Equal(got, h.Hash(AccessToken.Label, legacy)) {
+	// A plain value (43 characters: what releases before stamps mint and
+	// read, and what Mint makes unless Stamped) is found under its plain
+	// keyed hash, as they store it.
+	plain, plainKey := h.Mint(AccessToken)
+	if len(plain) != len(AccessToken.Prefix)+43 || !bytes.Equal(plainKey, h.Hash(AccessToken.Label, plain)) {
+		t.Errorf("plain mint %q: want 43 characters, keyed by the keyed hash alone", plain)
+	}
+	if got := h.HashOf(AccessToken, plain); !bytes.Equal(got, plainKey) {
 		t.Error("a value without stamp must keep its plain keyed hash as key")
 	}
+	h.Stamped = true
 	v, key := h.Mint(AccessToken)
 	body := v[len(AccessToken.Prefix):]
 	for name, other := range map[string]string{
@@ -82,7 +88,7 @@ func TestHashOfValuesWithoutStamp(t *testing.T) {
 
 func FuzzHashOf(f *testing.F) {
 	h := testHasher(f)
-	v, _ := h.Mint(AccessToken)
+	v, _ := h.mintAt(AccessToken, time.Now())
 	for _, s := range []string{v, "lk_at_", "lk_at_x", AccessToken.Prefix + Random(32), v + "=", "lk_at_" + strings.Repeat("-", 51)} {
 		f.Add(s)
 	}
