@@ -42,8 +42,13 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		// The person's row is locked before the token's (UseRefreshToken):
 		// a block locks the person and then revokes the tokens, so taking
-		// them in the other order could deadlock with it.
-		t, err := tx.GetToken(ctx, hash)
+		// them in the other order could deadlock with it. The token and
+		// its grant are read first, in one plain read (no lock, before
+		// PostgreSQL's BEGIN): the grant is not locked after the person
+		// either, and a token is only ever active while its grant is not
+		// revoked (store.Token.Active), so a revocation that commits
+		// meanwhile still stops what this refresh issues.
+		t, g, err := tx.GetTokenGrant(ctx, hash)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -69,16 +74,13 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token is invalid.")
 		case err != nil:
 			return err
-		case t.Kind != store.KindRefresh || t.ClientID != client.ID:
+		case t.Kind != store.KindRefresh || t.ClientID != client.ID || t.GrantID != g.ID:
+			// (g is another grant only when the first read found no token.)
 			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token is invalid.")
 		case !t.RevokedAt.IsZero():
 			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token was revoked.")
 		case !now.Before(t.ExpiresAt):
 			return invalid(events.TokenRequestExpiredRefreshToken, "The refresh token has expired.")
-		}
-		g, err := tx.GetGrant(ctx, t.GrantID)
-		if err != nil {
-			return err
 		}
 		if !g.RevokedAt.IsZero() {
 			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token was revoked.")
