@@ -57,7 +57,7 @@ func (cc *Cache) GetClient(ctx context.Context, id string) (store.Client, error)
 	if cc.Generation != nil {
 		// Before the client is read: an entry is never newer than its tag.
 		var err error
-		if gen, err = cc.generation(ctx); err != nil {
+		if gen, err = cc.Generation(ctx); err != nil {
 			return store.Client{}, err
 		}
 	}
@@ -84,39 +84,21 @@ func (cc *Cache) GetClient(ctx context.Context, id string) (store.Client, error)
 	return c, nil
 }
 
-// generation reads the client generation, once per request when ctx
-// carries PerRequest's slot: the request's later lookups (the token
-// endpoint and introspection look up two clients) use its first read,
-// which began after the request did.
-func (cc *Cache) generation(ctx context.Context) (int64, error) {
-	slot, _ := ctx.Value(requestGenKey{}).(*requestGen)
-	if slot == nil {
-		return cc.Generation(ctx)
-	}
-	slot.mu.Lock()
-	defer slot.mu.Unlock()
-	if slot.read {
-		return slot.v, nil
-	}
-	v, err := cc.Generation(ctx)
-	if err == nil {
-		slot.read, slot.v = true, v
-	}
-	return v, err
+type requestKey struct{}
+
+// requestReads are one request's reads of each Fresh: the first Get of a
+// request reads, its later Gets answer that read, which began after the
+// request did.
+type requestReads struct {
+	mu    sync.Mutex
+	reads map[any]any // *Fresh[T] → T
 }
 
-type requestGenKey struct{}
-
-type requestGen struct {
-	mu   sync.Mutex
-	read bool
-	v    int64
-}
-
-// PerRequest returns ctx with a slot for one request's client generation,
-// so that its client lookups share one generation read.
+// PerRequest returns ctx with a slot for one request's Fresh reads, so that
+// the request's lookups (the token endpoint and introspection look up two
+// clients, and introspection a token) share one read of each generation.
 func PerRequest(ctx context.Context) context.Context {
-	return context.WithValue(ctx, requestGenKey{}, &requestGen{})
+	return context.WithValue(ctx, requestKey{}, &requestReads{})
 }
 
 // Forget drops the cached clients of ids, or every cached client when
@@ -137,43 +119,70 @@ func (cc *Cache) Forget(ids ...string) {
 // sharing reads between callers: a caller that finds no read in flight
 // reads at once; callers that arrive while one is in flight share the
 // next read, which starts when that one ends. Under load the store sees
-// about one read per round trip, whatever the request rate.
-type Fresh struct {
-	Read    func(ctx context.Context) (int64, error)
+// about one read per round trip, whatever the request rate. Within a
+// request (PerRequest) it reads once: the request's later callers get its
+// first read, which began after the request did.
+type Fresh[T any] struct {
+	Read    func(ctx context.Context) (T, error)
 	Timeout time.Duration // of one read; default 5 s
 
 	mu      sync.Mutex
 	running bool
-	next    *freshRead   // the read the callers that arrived during the running one wait for
-	latest  atomic.Int64 // the largest value read so far, +1 (0: none yet)
+	next    *freshRead[T]     // the read the callers that arrived during the running one wait for
+	latest  atomic.Pointer[T] // the value of the newest read that succeeded
 }
 
-// Latest returns the largest value any Get has read so far: at least the
-// one the caller's own Get returned. Other caches key their entries on it
-// (the PostgreSQL scope cache), so that one read per request serves them all.
-func (f *Fresh) Latest() (int64, bool) {
-	v := f.latest.Load()
-	return v - 1, v > 0
+// Latest returns the value of the newest read so far: at least as new as
+// the one the caller's own Get returned, since reads run one at a time.
+// Other caches key their entries on it (the PostgreSQL scope cache), so
+// that one read per request serves them all.
+func (f *Fresh[T]) Latest() (T, bool) {
+	if p := f.latest.Load(); p != nil {
+		return *p, true
+	}
+	var zero T
+	return zero, false
 }
 
-type freshRead struct {
+type freshRead[T any] struct {
 	done chan struct{}
-	v    int64
+	v    T
 	err  error
 }
 
-// Get returns a value read after Get was called.
-func (f *Fresh) Get(ctx context.Context) (int64, error) {
+// Get returns a value read after Get was called, or after the request of
+// ctx began (PerRequest).
+func (f *Fresh[T]) Get(ctx context.Context) (T, error) {
+	slot, _ := ctx.Value(requestKey{}).(*requestReads)
+	if slot == nil {
+		return f.get(ctx)
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if v, ok := slot.reads[f]; ok {
+		return v.(T), nil
+	}
+	v, err := f.get(ctx)
+	if err == nil {
+		if slot.reads == nil {
+			slot.reads = map[any]any{}
+		}
+		slot.reads[f] = v
+	}
+	return v, err
+}
+
+func (f *Fresh[T]) get(ctx context.Context) (T, error) {
 	f.mu.Lock()
 	if !f.running {
 		f.running = true
 		f.mu.Unlock()
-		r := &freshRead{done: make(chan struct{})}
+		r := &freshRead[T]{done: make(chan struct{})}
 		f.read(r)
 		return r.v, r.err
 	}
 	if f.next == nil {
-		f.next = &freshRead{done: make(chan struct{})}
+		f.next = &freshRead[T]{done: make(chan struct{})}
 	}
 	r := f.next
 	f.mu.Unlock()
@@ -181,13 +190,14 @@ func (f *Fresh) Get(ctx context.Context) (int64, error) {
 	case <-r.done:
 		return r.v, r.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
 // read runs r, then hands over to the next read, if callers wait for one.
 // A read serves many callers, so no caller's context cancels it.
-func (f *Fresh) read(r *freshRead) {
+func (f *Fresh[T]) read(r *freshRead[T]) {
 	timeout := f.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -196,12 +206,8 @@ func (f *Fresh) read(r *freshRead) {
 	r.v, r.err = f.Read(ctx)
 	cancel()
 	if r.err == nil {
-		for {
-			cur := f.latest.Load()
-			if cur > r.v || f.latest.CompareAndSwap(cur, r.v+1) {
-				break
-			}
-		}
+		v := r.v
+		f.latest.Store(&v)
 	}
 	close(r.done)
 	f.mu.Lock()

@@ -95,8 +95,8 @@ func TestOneGenerationReadPerRequest(t *testing.T) {
 	gen, reads := int64(1), 0
 	var fail error
 	now := time.Now()
-	cc := &Cache{Source: src, TTL: time.Hour, Now: func() time.Time { return now },
-		Generation: func(context.Context) (int64, error) { reads++; return gen, fail }}
+	fresh := &Fresh[int64]{Read: func(context.Context) (int64, error) { reads++; return gen, fail }}
+	cc := &Cache{Source: src, TTL: time.Hour, Now: func() time.Time { return now }, Generation: fresh.Get}
 	req := PerRequest(context.Background())
 	for _, id := range []string{"a", "b", "a"} {
 		if _, err := cc.GetClient(req, id); err != nil {
@@ -120,6 +120,21 @@ func TestOneGenerationReadPerRequest(t *testing.T) {
 	}
 	if reads != 4 {
 		t.Errorf("a failed read was kept for the request: %d reads, want 4", reads)
+	}
+	// Another Fresh (the token generation's) has a read of its own in the
+	// same request, and a value of its own type.
+	other := &Fresh[string]{Read: func(context.Context) (string, error) { reads++; return "tokens", nil }}
+	fail, req = nil, PerRequest(context.Background())
+	for range 2 {
+		if _, err := fresh.Get(req); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := other.Get(req); err != nil || v != "tokens" {
+			t.Fatalf("other Fresh: %q, %v", v, err)
+		}
+	}
+	if reads != 6 {
+		t.Errorf("%d reads, want 6: one per Fresh and request", reads)
 	}
 }
 
@@ -154,7 +169,7 @@ func TestCacheKeepsNoReadThatOverlappedAForget(t *testing.T) {
 // callers share reads.
 func TestFreshReadsAfterEveryCaller(t *testing.T) {
 	var committed, reads atomic.Int64
-	f := &Fresh{Read: func(context.Context) (int64, error) {
+	f := &Fresh[int64]{Read: func(context.Context) (int64, error) {
 		reads.Add(1)
 		v := committed.Load()
 		time.Sleep(time.Millisecond) // a round trip
@@ -183,7 +198,7 @@ func TestFreshReadsAfterEveryCaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	block := make(chan struct{})
-	f = &Fresh{Read: func(context.Context) (int64, error) { <-block; return 1, nil }}
+	f = &Fresh[int64]{Read: func(context.Context) (int64, error) { <-block; return 1, nil }}
 	go func() { _, _ = f.Get(context.Background()) }()
 	for { // wait until the first read runs, so the next caller waits for another
 		f.mu.Lock()
@@ -200,12 +215,12 @@ func TestFreshReadsAfterEveryCaller(t *testing.T) {
 	close(block)
 }
 
-// TestFreshLatest: Latest is the largest value read so far, never one
-// older than the caller's own Get.
+// TestFreshLatest: Latest is the value of the newest read so far, never
+// one older than the caller's own Get.
 func TestFreshLatest(t *testing.T) {
-	values := []int64{3, 7, 5}
+	values := []int64{3, 7, 7}
 	i := 0
-	f := &Fresh{Read: func(context.Context) (int64, error) { v := values[i]; i++; return v, nil }}
+	f := &Fresh[int64]{Read: func(context.Context) (int64, error) { v := values[i]; i++; return v, nil }}
 	if _, ok := f.Latest(); ok {
 		t.Fatal("Latest before any read")
 	}

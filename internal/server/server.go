@@ -132,10 +132,25 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		// checks the client generation, so their changes take effect at
 		// once here, and the scope cache holds while that generation has
 		// not moved (scope writes bump it).
-		fresh := &client.Fresh{Read: st.ClientGeneration}
+		fresh := &client.Fresh[int64]{Read: st.ClientGeneration}
 		clients.Generation = fresh.Get
+		latest := fresh.Latest
+		if g, ok := raw.(interface {
+			SharedGenerations() *client.Fresh[sqlstore.Generations]
+		}); ok {
+			// The read the token cache makes too (postgres.Store).
+			shared := g.SharedGenerations()
+			clients.Generation = func(ctx context.Context) (int64, error) {
+				v, err := shared.Get(ctx)
+				return v.Client, err
+			}
+			latest = func() (int64, bool) {
+				v, ok := shared.Latest()
+				return v.Client, ok
+			}
+		}
 		if sc, ok := raw.(interface{ UseScopeCache(*sqlstore.ScopeCache) }); ok {
-			sc.UseScopeCache(&sqlstore.ScopeCache{Generation: fresh.Latest})
+			sc.UseScopeCache(&sqlstore.ScopeCache{Generation: latest})
 		}
 	}
 	s.clients = &clientauth.Authenticator{
@@ -356,8 +371,8 @@ func (s *Server) introspectionDetails() oauth.Details {
 	return d
 }
 
-// oneGenerationPerRequest lets each request's client lookups share one
-// read of the client generation (client.PerRequest).
+// oneGenerationPerRequest lets each request's client and token lookups
+// share one read of the generations (client.PerRequest).
 func oneGenerationPerRequest(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r.WithContext(client.PerRequest(r.Context())))

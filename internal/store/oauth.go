@@ -216,7 +216,10 @@ type Tokens interface {
 	// c.GrantID), ErrNotFound when unknown. Exactly one of many concurrent
 	// calls succeeds.
 	UseAuthCode(ctx context.Context, hash []byte, now time.Time) (AuthCode, error)
-	// SetAuthCodeGrant records the grant an exchanged code created.
+	// SetAuthCodeGrant records the grant an exchanged code created
+	// (ErrNotFound: no such code). Inside a transaction that has used the
+	// code, PostgreSQL sends it with the transaction's next statement, and
+	// reports no ErrNotFound.
 	SetAuthCodeGrant(ctx context.Context, hash []byte, grantID string) error
 }
 

@@ -32,7 +32,16 @@ func Migrations() ([]sqlstore.Migration, error) {
 const migrationLock = `SELECT pg_advisory_xact_lock(7809847814149645689)`
 
 // Store is the PostgreSQL backend.
-type Store struct{ *sqlstore.DB }
+type Store struct {
+	*sqlstore.DB
+	gens *client.Fresh[sqlstore.Generations]
+}
+
+// SharedGenerations reads the client and token generations for this store's
+// token cache and for the server's client and scope caches: one shared
+// read serves them all (client.Fresh, once per request with
+// client.PerRequest).
+func (s *Store) SharedGenerations() *client.Fresh[sqlstore.Generations] { return s.gens }
 
 // Open connects to dsn (postgres://...), checks the connection and applies
 // the migrations.
@@ -53,7 +62,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		Migrations: ms, LockMigrations: migrationLock, ForUpdate: " FOR UPDATE",
 		ForNoKeyUpdate: " FOR NO KEY UPDATE", KeyShare: " FOR KEY SHARE", ForShare: " FOR SHARE", ArrayInsert: true, DeferInserts: true, CoalesceUses: true,
 		TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`}
-	s := &Store{sqlstore.New(d, db, nil)}
+	s := &Store{DB: sqlstore.New(d, db, nil)}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -65,8 +74,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	// Introspection answers an access token from memory while the token
 	// generation (migration 0027) has not moved: concurrent requests share
 	// one read of it, each a read that began after the request did.
+	s.gens = &client.Fresh[sqlstore.Generations]{Read: s.Generations}
 	tc := sqlstore.NewTokenCache()
-	tc.Generation = (&client.Fresh{Read: s.TokenGeneration}).Get
+	tc.Generation = func(ctx context.Context) (int64, error) {
+		g, err := s.gens.Get(ctx)
+		return g.Token, err
+	}
 	s.UseTokenCache(tc)
 	return s, nil
 }

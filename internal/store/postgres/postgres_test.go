@@ -193,7 +193,7 @@ func TestPostgresTwoInstancesRotateOnce(t *testing.T) {
 // while nothing changed.
 func TestScopeCacheFollowsOtherInstances(t *testing.T) {
 	a, b, _ := twoInstances(t)
-	fresh := &client.Fresh{Read: a.ClientGeneration}
+	fresh := &client.Fresh[int64]{Read: a.ClientGeneration}
 	a.UseScopeCache(&sqlstore.ScopeCache{Generation: fresh.Latest})
 	var statements atomic.Int64
 	a.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
@@ -412,6 +412,17 @@ func TestTokenCacheFollowsOtherInstances(t *testing.T) {
 	before := statements.Load()
 	if _, _, err := a.GetTokenGrant(ctx, tk.Hash); err != nil || statements.Load()-before != 1 {
 		t.Errorf("an unchanged access token: %d statements, %v; want 1 (the generation)", statements.Load()-before, err)
+	}
+	// A request that authenticates its client and then looks a token up
+	// (introspection) reads both generations with one statement.
+	req := client.PerRequest(ctx)
+	before = statements.Load()
+	if g, err := a.SharedGenerations().Get(req); err != nil {
+		t.Fatalf("generations %+v, %v", g, err)
+	}
+	if _, _, err := a.GetTokenGrant(req, tk.Hash); err != nil || statements.Load()-before != 1 {
+		t.Errorf("a client's generation and then an unchanged access token in one request: %d statements, %v; want 1",
+			statements.Load()-before, err)
 	}
 	for name, tc := range map[string]struct {
 		change func(tk store.Token, g store.Grant) error

@@ -9,9 +9,10 @@ import (
 
 // lazyTx is the transaction of Dialect.DeferInserts (PostgreSQL), which
 // spares round trips: its BEGIN is sent only with its first statement that
-// must run inside it, and the INSERTs whose answer its caller does not wait
-// for (grants, tokens, events) are held and sent as one statement (a WITH
-// of data-modifying statements) with the next statement or at commit. A
+// must run inside it, and the writes whose answer its caller does not wait
+// for (inserts of grants, tokens, codes and events; an exchanged code's
+// grant) are held and sent as one statement (a WITH of data-modifying
+// statements) with the next statement or at commit. A
 // transaction made only of such inserts, and of plain reads before them,
 // sends no BEGIN and no COMMIT at all: the one statement commits itself.
 //
@@ -43,8 +44,9 @@ func (db *DB) plainRead(q string) bool {
 		!strings.Contains(q, db.d.ForNoKeyUpdate) && !strings.Contains(q, db.d.ForShare)
 }
 
-// insertOrHold runs an INSERT, or holds it in a lazy transaction.
-func (db *DB) insertOrHold(ctx context.Context, q string, args ...any) error {
+// writeOrHold runs an INSERT (or an UPDATE whose count of rows its caller
+// does not need), or holds it in a lazy transaction.
+func (db *DB) writeOrHold(ctx context.Context, q string, args ...any) error {
 	if db.lazy != nil {
 		if db.lazy.failed != nil {
 			return db.lazy.failed

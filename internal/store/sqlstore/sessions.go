@@ -244,7 +244,7 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string,
 			all = append(all, args(e)...)
 		}
 		b.WriteString(suffix)
-		if err := db.insertOrHold(ctx, b.String(), slices.Clone(all)...); err != nil {
+		if err := db.writeOrHold(ctx, b.String(), slices.Clone(all)...); err != nil {
 			return err
 		}
 		es = es[n:]
@@ -267,7 +267,7 @@ func (db *DB) insertEventArrays(ctx context.Context, es []store.Event, suffix st
 		partitions, contexts = append(partitions, e.Partition), append(contexts, stringMap(e.Context))
 		occurred = append(occurred, e.Occurred.UnixMilli())
 	}
-	return db.insertOrHold(ctx, `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id,
+	return db.writeOrHold(ctx, `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id,
 			user_id_lower, person_id, client_ip, user_agent, agent_user, partition_id, context, occurred)
 		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
 			?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[])`+suffix,

@@ -12,7 +12,7 @@ import (
 
 // CreateGrant inserts a grant.
 func (db *DB) CreateGrant(ctx context.Context, g store.Grant) error {
-	return db.insertOrHold(ctx, `INSERT INTO grants (id, client_id, subject, scopes, auth_level, amr, data, created_at,
+	return db.writeOrHold(ctx, `INSERT INTO grants (id, client_id, subject, scopes, auth_level, amr, data, created_at,
 		expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		g.ID, g.ClientID, g.Subject, list(g.Scopes), g.AuthLevel, list(g.AMR), g.Data,
 		micros(g.CreatedAt), micros(g.ExpiresAt), micros(g.RevokedAt))
@@ -113,7 +113,7 @@ func scanToken(s scanner) (store.Token, error) {
 
 // CreateToken inserts a token.
 func (db *DB) CreateToken(ctx context.Context, t store.Token) error {
-	return db.insertOrHold(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	return db.writeOrHold(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.Hash, t.Kind, t.GrantID, t.ClientID, t.Subject, list(t.Scopes), micros(t.IssuedAt), micros(t.ExpiresAt),
 		t.UsageLimit, t.UsageCount, micros(t.UsedAt), micros(t.RevokedAt))
 }
@@ -148,6 +148,19 @@ func (db *DB) GetTokenGrant(ctx context.Context, hash []byte) (store.Token, stor
 		c.put(seq, gen, t, g)
 	}
 	return t, g, err
+}
+
+// Generations are PostgreSQL's client and token generations, read by one
+// statement: a request that authenticates its client and then looks up a
+// token (introspection) waits for one read, not two.
+type Generations struct{ Client, Token int64 }
+
+// Generations reads both generations.
+func (db *DB) Generations(ctx context.Context) (Generations, error) {
+	var g Generations
+	err := db.queryRow(ctx, `SELECT (SELECT generation FROM client_generation WHERE id = 1),
+		(SELECT COALESCE(SUM(generation), 0) FROM token_generation)`).Scan(&g.Client, &g.Token)
+	return g, db.scanErr(err)
 }
 
 // TokenGeneration reads the token generation (PostgreSQL's migration 0027).
@@ -234,10 +247,9 @@ func scanCode(s scanner) (store.AuthCode, error) {
 
 // CreateAuthCode inserts a code.
 func (db *DB) CreateAuthCode(ctx context.Context, c store.AuthCode) error {
-	_, err := db.exec(ctx, `INSERT INTO auth_codes (`+codeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	return db.writeOrHold(ctx, `INSERT INTO auth_codes (`+codeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Hash, c.ClientID, c.Subject, c.RedirectURI, list(c.Scopes), c.CodeChallenge, c.CodeChallengeMethod,
 		c.AuthLevel, list(c.AMR), c.Data, micros(c.IssuedAt), micros(c.ExpiresAt), micros(c.UsedAt), c.GrantID)
-	return err
 }
 
 // UseAuthCode marks an unused code used (single use, as UseRefreshToken).
@@ -259,5 +271,11 @@ func (db *DB) UseAuthCode(ctx context.Context, hash []byte, now time.Time) (stor
 
 // SetAuthCodeGrant records the grant an exchanged code created.
 func (db *DB) SetAuthCodeGrant(ctx context.Context, hash []byte, grantID string) error {
-	return db.execOne(ctx, `UPDATE auth_codes SET grant_id = ? WHERE hash = ?`, grantID, hash)
+	const q = `UPDATE auth_codes SET grant_id = ? WHERE hash = ?`
+	if db.lazy != nil {
+		// The transaction has used this code (UseAuthCode): the update
+		// goes with its held inserts, the grant's among them.
+		return db.writeOrHold(ctx, q, grantID, hash)
+	}
+	return db.execOne(ctx, q, grantID, hash)
 }
