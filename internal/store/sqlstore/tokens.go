@@ -163,13 +163,6 @@ func (db *DB) Generations(ctx context.Context) (Generations, error) {
 	return g, db.scanErr(err)
 }
 
-// TokenGeneration reads the token generation (PostgreSQL's migration 0027).
-func (db *DB) TokenGeneration(ctx context.Context) (int64, error) {
-	var g int64
-	err := db.queryRow(ctx, `SELECT COALESCE(SUM(generation), 0) FROM token_generation`).Scan(&g)
-	return g, db.scanErr(err)
-}
-
 func (db *DB) readTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
 	var f tokenFields
 	g, err := scanGrant(db.queryRow(ctx, tokenGrantQuery, hash), f.dest()...)
