@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -75,7 +76,9 @@ func TestAnotherServerKeyIsRefused(t *testing.T) {
 	}
 }
 
-func clientCredentials(t *testing.T, s *servertest.Server, want int) {
+// clientCredentials asks for m2m's token, checks the status and returns
+// the access token ("" when refused).
+func clientCredentials(t *testing.T, s *servertest.Server, want int) string {
 	t.Helper()
 	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"read"},
 		"client_id": {"m2m"}, "client_secret": {"m2m-secret-m2m-secret"}}
@@ -88,4 +91,9 @@ func clientCredentials(t *testing.T, s *servertest.Server, want int) {
 	if resp.StatusCode != want {
 		t.Errorf("client credentials: %d %s, want %d", resp.StatusCode, body, want)
 	}
+	var out struct {
+		AccessToken string `json:"access_token"`
+	}
+	_ = json.Unmarshal(body, &out)
+	return out.AccessToken
 }

@@ -34,7 +34,7 @@ func TestTokenKeys(t *testing.T) {
 			}
 			cfg := tokenKeysConfig(tc.keys)
 			s := servertest.Start(t, cfg, servertest.Options{Backend: tc.backend, PostgresURL: dsn})
-			tok := ccToken(t, s)
+			tok := clientCredentials(t, s, 200)
 			if got := len(strings.TrimPrefix(tok, "lk_at_")); got != tc.want {
 				t.Errorf("token %q: %d characters after the prefix, want %d", tok, got, tc.want)
 			}
@@ -52,7 +52,7 @@ func TestTokenKeys(t *testing.T) {
 			if !introspectActive(t, o, tok) {
 				t.Errorf("token %q of a %q instance is not active at a %q one", tok, tc.keys, other)
 			}
-			if tok2 := ccToken(t, o); !introspectActive(t, s, tok2) {
+			if tok2 := clientCredentials(t, o, 200); !introspectActive(t, s, tok2) {
 				t.Errorf("token %q of a %q instance is not active at a %q one", tok2, other, tc.keys)
 			}
 		})
@@ -65,24 +65,6 @@ func tokenKeysConfig(keys string) *config.Config {
 	cfg.Clients[0].Scopes = append(cfg.Clients[0].Scopes, "introspect")
 	cfg.Clients[0].IntrospectAnyToken = true
 	return cfg
-}
-
-func ccToken(t *testing.T, s *servertest.Server) string {
-	t.Helper()
-	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"read"},
-		"client_id": {"m2m"}, "client_secret": {"m2m-secret-m2m-secret"}}
-	resp, err := s.Client().Post(s.URL+"/oauth/token", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.AccessToken == "" {
-		t.Fatalf("client credentials: %d %v", resp.StatusCode, err)
-	}
-	return out.AccessToken
 }
 
 func introspectActive(t *testing.T, s *servertest.Server, tok string) bool {
