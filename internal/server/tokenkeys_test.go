@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/url"
 	"strings"
 	"testing"
@@ -69,18 +68,13 @@ func tokenKeysConfig(keys string) *config.Config {
 
 func introspectActive(t *testing.T, s *servertest.Server, tok string) bool {
 	t.Helper()
-	form := url.Values{"token": {tok}, "client_id": {"m2m"}, "client_secret": {"m2m-secret-m2m-secret"}}
-	resp, err := s.Client().Post(s.URL+"/oauth/api/v2/token/introspect", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	status, b := body(t, s.Client(), "POST", s.URL+"/oauth/api/v2/token/introspect",
+		url.Values{"token": {tok}, "client_id": {"m2m"}, "client_secret": {"m2m-secret-m2m-secret"}})
 	var out struct {
 		Active bool `json:"active"`
 	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		t.Fatalf("introspection: %d %s", resp.StatusCode, body)
+	if err := json.Unmarshal([]byte(b), &out); err != nil {
+		t.Fatalf("introspection: %d %s", status, b)
 	}
 	return out.Active
 }
