@@ -169,8 +169,9 @@ const (
 	mintedSize = stampSize + 32
 )
 
-// mintedLen is the length of a minted body in base64url. Values minted
-// before the stamp (43 characters) keep the plain keyed hash as their key.
+// mintedLen is the length of a stamped body in base64url. Plain values
+// (43 characters: minted before stamps, or without Stamped) keep the plain
+// keyed hash as their key.
 var mintedLen = base64.RawURLEncoding.EncodedLen(mintedSize)
 
 // Mint returns a new secret of kind k and the key the store keeps it under.
