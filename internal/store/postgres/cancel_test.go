@@ -26,6 +26,10 @@ func TestCanceledQueriesLeaveNoBadConnection(t *testing.T) {
 	if err := s.AppendEvents(ctx, es...); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
@@ -47,6 +51,11 @@ func TestCanceledQueriesLeaveNoBadConnection(t *testing.T) {
 					err = fmt.Errorf("search: %w", err)
 				} else if err = s.Tx(qctx, func(tx store.Store) error {
 					if _, err := tx.CountEvents(qctx, f, 100); err != nil {
+						return err
+					}
+					// A locking read: the transaction's own connection
+					// (the pipe), canceled mid-flight too.
+					if _, err := tx.SharePerson(qctx, "p1"); err != nil {
 						return err
 					}
 					return tx.AppendEvents(qctx, store.Event{ID: fmt.Sprintf("tx-%d-%d", g, rand.Int64()), Kind: store.EventOAuth,

@@ -5,26 +5,65 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 )
 
-// lazyTx is the transaction of Dialect.DeferInserts (PostgreSQL), which
-// spares round trips: its BEGIN is sent only with its first statement that
-// must run inside it, and the writes whose answer its caller does not wait
-// for (inserts of grants, tokens, codes and events; an exchanged code's
-// grant) are held and sent as one statement (a WITH of data-modifying
-// statements) with the next statement or at commit. A
-// transaction made only of such inserts, and of plain reads before them,
-// sends no BEGIN and no COMMIT at all: the one statement commits itself.
+// Stmt is one statement of a Pipe's round trip, its placeholders already
+// the dialect's.
+type Stmt struct {
+	SQL  string
+	Args []any
+}
+
+// Rows are the rows of a query; *sql.Rows is one.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+	Columns() ([]string, error)
+}
+
+// Pipe runs the statements of one transaction on one connection, several
+// in one round trip (PostgreSQL's pipelined extended protocol). It is what
+// database/sql cannot do: a *sql.Tx sends its BEGIN alone and every
+// statement alone, each waiting for its answer.
+type Pipe interface {
+	// Exec runs stmts in order in one round trip and returns the rows the
+	// last one affected. On an error, failed is the index of the statement
+	// that failed; those after it did not run.
+	Exec(ctx context.Context, stmts []Stmt) (affected int64, failed int, err error)
+	// Query is Exec for a last statement that returns rows.
+	Query(ctx context.Context, stmts []Stmt) (rows Rows, failed int, err error)
+	// Release gives the connection back; one still inside a transaction is
+	// closed instead.
+	Release()
+}
+
+// lazyTx is the transaction of a dialect with a Pipe (PostgreSQL), which
+// spares round trips:
+//
+//   - its BEGIN goes with its first statement that must run inside it;
+//   - the writes whose answer its caller does not wait for (inserts of
+//     grants, tokens, codes and events; an exchanged code's grant) are held
+//     and sent as one statement (a WITH of data-modifying statements) with
+//     the next statement, or with the COMMIT;
+//   - a transaction made only of such inserts, and of plain reads before
+//     them, sends no BEGIN and no COMMIT at all: the one statement commits
+//     itself.
 //
 // What a caller sees does not change: its reads see its own inserts (they
 // are sent first), an insert's error comes back from Tx (and from every
 // statement after it), and a transaction that fails writes nothing.
 type lazyTx struct {
-	tx      *sql.Tx // nil until begun
+	pipe    Pipe // nil until the first statement sent in the transaction
+	begun   bool // BEGIN has run
 	pending []heldInsert
-	// failed is the error of held inserts that could not be written: the
-	// transaction is lost, and Tx returns this error whatever fn returns.
+	// failed is the error of held inserts that could not be written (or of
+	// a BEGIN): the transaction is lost, and Tx returns this error whatever
+	// fn returns.
 	failed error
+	batch  []Stmt // reused by send
 }
 
 type heldInsert struct {
@@ -58,55 +97,70 @@ func (db *DB) writeOrHold(ctx context.Context, q string, args ...any) error {
 	return err
 }
 
-// beforeStatement readies a lazy transaction for a statement: a plain read
-// with nothing held and nothing begun may run on the pool (under READ
-// COMMITTED it sees what it would see as the transaction's first
-// statement); anything else begins the transaction and sends what is held.
-func (db *DB) beforeStatement(ctx context.Context, q string, write bool) error {
+// onPipe tells whether a statement of a lazy transaction goes through send.
+// Only a plain read with nothing held and nothing begun runs on the pool:
+// under READ COMMITTED it sees what it would see as the transaction's
+// first statement.
+func (db *DB) onPipe(q string, write bool) bool {
 	l := db.lazy
-	if l == nil {
-		return nil
-	}
-	if l.failed != nil {
-		return l.failed
-	}
-	if l.tx == nil && len(l.pending) == 0 && !write && db.plainRead(q) {
-		return nil
-	}
-	return db.flushHeld(ctx)
+	return l != nil && (l.failed != nil || l.begun || len(l.pending) > 0 || write || !db.plainRead(q))
 }
 
-// begin starts the lazy transaction's database transaction.
-func (db *DB) begin(ctx context.Context) error {
-	if db.lazy.tx != nil {
-		return nil
+// send runs q in the lazy transaction, with what the transaction has not
+// sent yet — its BEGIN, its held inserts — before it in the same round
+// trip. With query, it returns q's rows, else the rows q affected. An
+// error of what went before q loses the transaction (lazyTx.failed).
+func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affected int64, rs Rows, err error) {
+	l := db.lazy
+	if l.failed != nil {
+		return 0, nil, l.failed
 	}
-	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
-	for attempt := 0; db.retryBadConn(ctx, err, attempt); attempt++ {
-		tx, err = db.write.BeginTx(ctx, db.d.TxOptions) // see retryBadConn
+	if l.pipe == nil {
+		if l.pipe, err = db.d.Pipe(ctx); err != nil {
+			return 0, nil, db.d.Translate(err)
+		}
+	}
+	batch := l.batch[:0]
+	beginAt := -1
+	if !l.begun {
+		beginAt = len(batch)
+		batch = append(batch, Stmt{SQL: "BEGIN"})
+	}
+	if len(l.pending) > 0 {
+		hq, hargs := db.heldStatement()
+		l.pending = l.pending[:0]
+		batch = append(batch, Stmt{SQL: db.sql(hq), Args: hargs})
+	}
+	last := len(batch)
+	batch = append(batch, Stmt{SQL: db.sql(q), Args: args})
+	l.batch = batch
+	start := time.Now()
+	failed := -1
+	if query {
+		rs, failed, err = l.pipe.Query(ctx, batch)
+		db.observeStmt("query", start)
+	} else {
+		affected, failed, err = l.pipe.Exec(ctx, batch)
+		db.observeStmt("exec", start)
+	}
+	clear(batch) // the arguments are not kept alive by the reused slice
+	if beginAt >= 0 && (err == nil || failed > beginAt) {
+		l.begun = true
 	}
 	if err != nil {
-		return db.d.Translate(err)
+		err = db.d.Translate(err)
+		if failed < last {
+			l.failed = err
+		}
 	}
-	db.lazy.tx, db.tx = tx, tx
-	return nil
+	return affected, rs, err
 }
 
-// flushHeld begins the transaction and sends the held inserts in it.
-func (db *DB) flushHeld(ctx context.Context) error {
-	if err := db.begin(ctx); err != nil {
-		return err
-	}
-	if len(db.lazy.pending) == 0 {
-		return nil
-	}
-	q, args := db.heldStatement()
-	db.lazy.pending = db.lazy.pending[:0]
-	if _, err := db.exec(ctx, q, args...); err != nil {
-		db.lazy.failed = err
-		return err
-	}
-	return nil
+// txExec runs a statement that only the transaction's own connection can
+// run (SAVEPOINT and the like).
+func (db *DB) txExec(ctx context.Context, q string) error {
+	_, _, err := db.send(ctx, q, nil, false)
+	return err
 }
 
 // heldStatement joins the held inserts into one statement.
@@ -136,42 +190,76 @@ func (db *DB) heldStatement() (string, []any) {
 	return b.String(), append(args, last.args...)
 }
 
-// commitLazy ends a lazy transaction whose function succeeded.
+// commitLazy ends a lazy transaction whose function succeeded: its held
+// inserts and its COMMIT go in one round trip.
 func (db *DB) commitLazy(ctx context.Context, child *DB) error {
 	l := child.lazy
 	if l.failed != nil {
-		if l.tx != nil {
-			_ = l.tx.Rollback()
-		}
-		return l.failed
+		return rollbackLazy(ctx, l, l.failed)
 	}
-	if l.tx == nil {
+	if !l.begun {
 		if len(l.pending) == 0 {
-			return nil // reads only: nothing to commit
+			return nil // plain reads only: nothing to commit
 		}
-		// Only inserts: one statement, its own transaction. The held
-		// inserts are sent outside the child, on the pool.
+		// Only inserts: one statement, its own transaction, on the pool.
 		q, args := child.heldStatement()
 		l.pending = nil
 		_, err := db.exec(ctx, q, args...)
 		return err
 	}
-	if err := child.flushHeld(ctx); err != nil {
-		_ = l.tx.Rollback()
-		return err
+	batch := l.batch[:0]
+	if len(l.pending) > 0 {
+		hq, hargs := child.heldStatement()
+		l.pending = nil
+		batch = append(batch, Stmt{SQL: db.sql(hq), Args: hargs})
 	}
-	return db.d.Translate(l.tx.Commit())
+	batch = append(batch, Stmt{SQL: "COMMIT"})
+	_, failed, err := l.pipe.Exec(ctx, batch)
+	if err == nil {
+		l.begun = false
+		return nil
+	}
+	err = db.d.Translate(err)
+	if failed < len(batch)-1 {
+		return rollbackLazy(ctx, l, err) // a held insert failed: COMMIT did not run
+	}
+	l.begun = false // a failed COMMIT ends the transaction
+	return err
 }
 
-// rollbackLazy ends a lazy transaction whose function failed, and returns
-// the error Tx reports: a failed flush's own error, which is what the
-// statement that hit it saw too, else fn's.
-func rollbackLazy(l *lazyTx, fnErr error) error {
-	if l.tx != nil {
-		_ = l.tx.Rollback()
+// rollbackLazy ends a lazy transaction whose function (or commit) failed,
+// and returns the error Tx reports: a failed flush's own error, which is
+// what the statement that hit it saw too, else fnErr.
+func rollbackLazy(ctx context.Context, l *lazyTx, fnErr error) error {
+	if l.begun {
+		// Whatever its outcome, Release closes a connection left inside
+		// the transaction.
+		_, _, _ = l.pipe.Exec(context.WithoutCancel(ctx), []Stmt{{SQL: "ROLLBACK"}})
+		l.begun = false
 	}
 	if l.failed != nil && !errors.Is(fnErr, l.failed) {
 		return errors.Join(l.failed, fnErr)
 	}
 	return fnErr
+}
+
+// scanOne scans the first of rs into dest and closes rs; no row is
+// sql.ErrNoRows, as *sql.Row says it.
+func scanOne(rs Rows, dest []any) error {
+	if !rs.Next() {
+		err := rs.Err()
+		rs.Close()
+		if err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	err := rs.Scan(dest...)
+	if cerr := rs.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = rs.Err()
+	}
+	return err
 }

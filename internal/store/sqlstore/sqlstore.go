@@ -60,9 +60,10 @@ type Dialect struct {
 	// KeyShare holds a row against DELETE until the transaction ends, and
 	// nothing else (" FOR KEY SHARE" on PostgreSQL; "" on SQLite).
 	KeyShare string
-	// DeferInserts runs transactions as lazyTx: BEGIN with the first
-	// statement that needs it, held inserts sent as one statement.
-	DeferInserts bool
+	// Pipe, when set, runs each transaction as a lazyTx on a connection of
+	// its own (lazytx.go): BEGIN with its first statement, COMMIT with its
+	// held writes.
+	Pipe func(ctx context.Context) (Pipe, error)
 	// ArrayInsert inserts many events in one statement of column arrays
 	// (PostgreSQL's unnest), whatever their number, instead of a VALUES
 	// list per batch size.
@@ -89,9 +90,9 @@ type DB struct {
 	d      *Dialect
 	write  *sql.DB // writes and transactions
 	read   *sql.DB // plain reads (SQLite: a pool of read-only connections); may equal write
-	tx     *sql.Tx // the transaction of a Tx's DB; nil outside (and in a lazy one until it begins)
+	tx     *sql.Tx // the transaction of a Tx's DB; nil outside and in a lazy one
 	inTx   bool
-	lazy   *lazyTx // DeferInserts: the transaction's held state
+	lazy   *lazyTx // Dialect.Pipe: the transaction's state
 	shared *shared
 	// savepoints numbers the savepoints of a transaction.
 	savepoints *int
@@ -204,7 +205,7 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 	if db.d.GroupCommit {
 		return db.shared.batch.run(ctx, db, own, fn)
 	}
-	if db.d.DeferInserts {
+	if db.d.Pipe != nil {
 		return db.runLazyTx(ctx, fn)
 	}
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
@@ -231,25 +232,32 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 	return db.d.Translate(tx.Commit())
 }
 
-// runLazyTx is runTx for Dialect.DeferInserts (lazytx.go).
-func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error) error {
+// runLazyTx is runTx for a dialect with a Pipe (lazytx.go).
+func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error) (err error) {
 	child := db.txChild(nil)
-	child.lazy = &lazyTx{}
+	l := &lazyTx{}
+	child.lazy = l
 	defer func() {
 		if p := recover(); p != nil {
-			if child.lazy.tx != nil {
-				_ = child.lazy.tx.Rollback()
-			}
-			db.endTx(child)
+			_ = rollbackLazy(ctx, l, nil)
+			db.endLazy(child)
 			panic(p)
 		}
-		db.endTx(child)
-		db.preparePending(ctx)
+		db.endLazy(child)
 	}()
 	if err := fn(child); err != nil {
-		return rollbackLazy(child.lazy, err)
+		return rollbackLazy(ctx, l, err)
 	}
 	return db.commitLazy(ctx, child)
+}
+
+// endLazy gives back a lazy transaction's connection, then ends it as
+// endTx does.
+func (db *DB) endLazy(child *DB) {
+	if child.lazy.pipe != nil {
+		child.lazy.pipe.Release()
+	}
+	db.endTx(child)
 }
 
 // Savepoint runs fn inside a savepoint of the current transaction: an error
@@ -260,33 +268,43 @@ func (db *DB) Savepoint(ctx context.Context, fn func(store.Store) error) (err er
 	if !db.inTx {
 		return db.Tx(ctx, fn)
 	}
-	if db.lazy != nil {
-		// The savepoint must hold exactly fn's writes.
-		if err := db.flushHeld(ctx); err != nil {
-			return err
-		}
-	}
 	*db.savepoints++
 	name := "lk_sp" + strconv.Itoa(*db.savepoints)
+	if db.lazy != nil {
+		return db.lazySavepoint(ctx, name, fn)
+	}
 	if _, err := db.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
 		return db.d.Translate(err)
 	}
-	err = fn(db)
-	if err == nil && db.lazy != nil {
-		err = db.flushHeld(ctx)
-	}
-	if err != nil {
+	if err = fn(db); err != nil {
 		if _, rerr := db.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
 			return errors.Join(err, db.d.Translate(rerr))
-		}
-		if db.lazy != nil {
-			// Undone: what fn held, and a failed flush of it.
-			db.lazy.pending, db.lazy.failed = db.lazy.pending[:0], nil
 		}
 		return err
 	}
 	_, err = db.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name)
 	return db.d.Translate(err)
+}
+
+// lazySavepoint is Savepoint in a lazy transaction. What was held before
+// it goes with its SAVEPOINT; what fn holds goes with its RELEASE, so that
+// the savepoint holds exactly fn's writes and an error of theirs undoes fn.
+func (db *DB) lazySavepoint(ctx context.Context, name string, fn func(store.Store) error) error {
+	if err := db.txExec(ctx, "SAVEPOINT "+name); err != nil {
+		return err
+	}
+	err := fn(db)
+	if err == nil {
+		if err = db.txExec(ctx, "RELEASE SAVEPOINT "+name); err == nil {
+			return nil
+		}
+	}
+	// Undone: what fn held, and a failed send of it.
+	db.lazy.pending, db.lazy.failed = db.lazy.pending[:0], nil
+	if rerr := db.txExec(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
 }
 
 // sql rewrites "?" placeholders to "$n" for dialects that number them. The
@@ -405,8 +423,12 @@ func (t txStatement) QueryRowContext(ctx context.Context, args ...any) *sql.Row 
 }
 
 func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, err error) {
-	if err := db.beforeStatement(ctx, q, true); err != nil {
-		return nil, err
+	if db.onPipe(q, true) {
+		n, _, err := db.send(ctx, q, args, false)
+		if err != nil {
+			return nil, err
+		}
+		return driver.RowsAffected(n), nil
 	}
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), true)
@@ -471,6 +493,7 @@ func (db *DB) retryBadConn(ctx context.Context, err error, attempt int) bool {
 // row is a single-row result whose statement is released after Scan.
 type row struct {
 	r    *sql.Row
+	rs   Rows // instead of r, in a lazy transaction
 	err  error
 	done func()
 }
@@ -480,12 +503,18 @@ func (r *row) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}
+	if r.rs != nil {
+		return scanOne(r.rs, dest)
+	}
 	return r.r.Scan(dest...)
 }
 
+func nothing() {}
+
 func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row {
-	if err := db.beforeStatement(ctx, q, write); err != nil {
-		return &row{err: err, done: func() {}}
+	if db.onPipe(q, write) {
+		_, rs, err := db.send(ctx, q, args, true)
+		return &row{rs: rs, err: err, done: nothing}
 	}
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
@@ -518,7 +547,7 @@ func (db *DB) queryRowWrite(ctx context.Context, q string, args ...any) *row {
 
 // rows closes its statement with the rows.
 type rows struct {
-	*sql.Rows
+	Rows
 	done func()
 }
 
@@ -534,8 +563,12 @@ func (db *DB) queryWrite(ctx context.Context, q string, args ...any) (*rows, err
 }
 
 func (db *DB) queryOn(ctx context.Context, write bool, q string, args ...any) (*rows, error) {
-	if err := db.beforeStatement(ctx, q, write); err != nil {
-		return nil, err
+	if db.onPipe(q, write) {
+		_, rs, err := db.send(ctx, q, args, true)
+		if err != nil {
+			return nil, err
+		}
+		return &rows{Rows: rs, done: nothing}, nil
 	}
 	for attempt := 0; ; attempt++ {
 		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)

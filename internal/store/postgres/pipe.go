@@ -1,0 +1,186 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
+)
+
+// pipe is sqlstore.Pipe on a connection of the pool: database/sql hands
+// the connection over (sql.Conn) and pgx sends each round trip's
+// statements as one batch, pipelined with a single Sync. A batch that
+// starts with BEGIN is an explicit transaction; one without runs as one
+// implicit transaction.
+type pipe struct {
+	db    *sql.DB
+	sc    *sql.Conn // nil until the first round trip
+	conn  *pgx.Conn // sc's, ours until Release
+	batch pgx.Batch
+}
+
+// openPipe is Dialect.Pipe: the connection is taken at the first round
+// trip, not before.
+func openPipe(db *sql.DB) func(context.Context) (sqlstore.Pipe, error) {
+	return func(context.Context) (sqlstore.Pipe, error) { return &pipe{db: db}, nil }
+}
+
+// maxConnTries bounds the connections connect and a first round trip try
+// before giving up: pgx closes a canceled query's connection
+// asynchronously, so after a burst of clients going away several pooled
+// connections can be closing at once (sqlstore's retryBadConn).
+const maxConnTries = 10
+
+// connect takes a connection that is not closed. database/sql itself
+// gives up with driver.ErrBadConn after three closing connections: like
+// sqlstore's retryBadConn, connect tries more, a little later each time.
+func (p *pipe) connect(ctx context.Context) error {
+	for try := 0; ; try++ {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * 200 * time.Microsecond)
+		}
+		sc, err := p.db.Conn(ctx)
+		if err == nil {
+			var conn *pgx.Conn
+			err = sc.Raw(func(dc any) error {
+				conn = dc.(*stdlib.Conn).Conn()
+				if conn.IsClosed() {
+					return driver.ErrBadConn // database/sql drops it
+				}
+				return nil
+			})
+			if err == nil {
+				p.sc, p.conn = sc, conn
+				return nil
+			}
+			_ = sc.Close()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !errors.Is(err, driver.ErrBadConn) || try+1 >= maxConnTries {
+			return err
+		}
+	}
+}
+
+// drop closes the connection instead of giving it back.
+func (p *pipe) drop() {
+	if p.sc == nil {
+		return
+	}
+	_ = p.sc.Raw(func(any) error { return driver.ErrBadConn })
+	_ = p.sc.Close()
+	p.sc, p.conn = nil, nil
+}
+
+func (p *pipe) Release() {
+	if p.sc == nil {
+		return
+	}
+	if p.conn.IsClosed() || p.conn.PgConn().TxStatus() != 'I' {
+		p.drop()
+		return
+	}
+	_ = p.sc.Close()
+	p.sc, p.conn = nil, nil
+}
+
+func (p *pipe) Exec(ctx context.Context, stmts []sqlstore.Stmt) (int64, int, error) {
+	n, _, failed, err := p.run(ctx, stmts, false)
+	return n, failed, err
+}
+
+func (p *pipe) Query(ctx context.Context, stmts []sqlstore.Stmt) (sqlstore.Rows, int, error) {
+	_, rs, failed, err := p.run(ctx, stmts, true)
+	return rs, failed, err
+}
+
+// run sends stmts as one batch. A first round trip (its BEGIN first, or a
+// lone statement) that failed before anything ran, on a connection that
+// was closing, runs again on another.
+func (p *pipe) run(ctx context.Context, stmts []sqlstore.Stmt, query bool) (n int64, rs sqlstore.Rows, failed int, err error) {
+	for try := 0; ; try++ {
+		fresh := p.conn == nil
+		if fresh {
+			if err := p.connect(ctx); err != nil {
+				return 0, nil, 0, err
+			}
+		}
+		n, rs, failed, err = p.send(ctx, stmts, query)
+		if err == nil || !fresh || failed != 0 || !pgconn.SafeToRetry(err) || try+1 >= maxConnTries || ctx.Err() != nil {
+			return n, rs, failed, err
+		}
+		p.drop()
+	}
+}
+
+func (p *pipe) send(ctx context.Context, stmts []sqlstore.Stmt, query bool) (int64, sqlstore.Rows, int, error) {
+	b := &p.batch
+	clear(b.QueuedQueries)
+	b.QueuedQueries = b.QueuedQueries[:0]
+	for _, s := range stmts {
+		b.Queue(s.SQL, s.Args...)
+	}
+	br := p.conn.SendBatch(ctx, b)
+	last := len(stmts) - 1
+	for i := range last {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return 0, nil, i, err
+		}
+	}
+	if query {
+		rows, err := br.Query()
+		if err != nil {
+			rows.Close()
+			_ = br.Close()
+			return 0, nil, last, err
+		}
+		return 0, &batchRows{Rows: rows, br: br}, 0, nil
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, nil, last, err
+	}
+	if tag.String() == "ROLLBACK" && stmts[last].SQL == "COMMIT" {
+		// The transaction had failed: PostgreSQL answers its COMMIT by
+		// rolling it back.
+		return 0, nil, last, pgx.ErrTxCommitRollback
+	}
+	return tag.RowsAffected(), nil, 0, nil
+}
+
+// batchRows are a batch's last statement's rows; closing them ends the batch.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *batchRows) Close() error {
+	r.Rows.Close()
+	err := r.Rows.Err()
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (r *batchRows) Columns() ([]string, error) {
+	fds := r.FieldDescriptions()
+	out := make([]string, len(fds))
+	for i, fd := range fds {
+		out[i] = fd.Name
+	}
+	return out, nil
+}

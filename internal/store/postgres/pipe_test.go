@@ -1,0 +1,222 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+)
+
+// turnCounter is a TCP proxy in front of PostgreSQL that counts client
+// turns: the times a client starts sending after the server has answered
+// (or for the first time). A turn is a round trip the client waits for.
+type turnCounter struct {
+	ln    net.Listener
+	turns atomic.Int64
+	wg    sync.WaitGroup
+}
+
+func newTurnCounter(t *testing.T, target string) *turnCounter {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &turnCounter{ln: ln}
+	t.Cleanup(func() { ln.Close(); tc.wg.Wait() })
+	tc.wg.Add(1)
+	go func() {
+		defer tc.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			tc.wg.Add(1)
+			go func() { defer tc.wg.Done(); tc.relay(c, s) }()
+		}
+	}()
+	return tc
+}
+
+// relay copies both ways, counting the client's turns.
+func (tc *turnCounter) relay(c, s net.Conn) {
+	var mu sync.Mutex
+	serverSpokeLast := true
+	pass := func(dst, src net.Conn, fromClient bool) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				mu.Lock()
+				if fromClient && serverSpokeLast {
+					tc.turns.Add(1)
+				}
+				serverSpokeLast = !fromClient
+				mu.Unlock()
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					err = werr
+				}
+			}
+			if err != nil { // either side gone: end both
+				c.Close()
+				s.Close()
+				return
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() { pass(s, c, true); close(done) }()
+	pass(c, s, false)
+	<-done
+}
+
+// TestTransactionRoundTrips: an issuance's transaction — the person read
+// under a share lock, then a grant, a token and an event written — waits
+// for two round trips: BEGIN goes with its first statement, and the held
+// inserts with COMMIT (database/sql alone would take five: BEGIN, the read,
+// the inserts, COMMIT).
+func TestTransactionRoundTrips(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newTurnCounter(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	s, err := Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(i int) error {
+		return s.Tx(ctx, func(tx store.Store) error {
+			if _, err := tx.SharePerson(ctx, "p1"); err != nil {
+				return err
+			}
+			id := fmt.Sprintf("g%d", i)
+			now := time.Now().UTC()
+			if err := tx.CreateGrant(ctx, store.Grant{ID: id, ClientID: "c1", Subject: "p1", CreatedAt: now,
+				ExpiresAt: now.Add(time.Hour)}); err != nil {
+				return err
+			}
+			if err := tx.CreateToken(ctx, store.Token{Hash: []byte(id), Kind: store.KindAccess, GrantID: id,
+				ClientID: "c1", Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+				return err
+			}
+			return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + id, Kind: store.EventOAuth, Type: "T",
+				ClientID: "c1", Occurred: now})
+		})
+	}
+	// The first run prepares the statements on the connection (a round
+	// trip of its own); a pooled connection idle for a second is pinged.
+	// The least of three runs is the transaction's own count.
+	if err := issue(0); err != nil {
+		t.Fatal(err)
+	}
+	least := int64(1 << 30)
+	for i := 1; i <= 3; i++ {
+		before := proxy.turns.Load()
+		if err := issue(i); err != nil {
+			t.Fatal(err)
+		}
+		least = min(least, proxy.turns.Load()-before)
+	}
+	if least != 2 {
+		t.Errorf("an issuance's transaction took %d round trips, want 2", least)
+	}
+	if _, err := s.GetToken(ctx, []byte("g3")); err != nil {
+		t.Errorf("the last issuance's token: %v", err)
+	}
+}
+
+// TestTransactionFailuresWriteNothing: a held insert that fails at commit,
+// and a statement whose error fn ignored, each lose their whole
+// transaction and leave the connection fit for the next one.
+func TestTransactionFailuresWriteNothing(t *testing.T) {
+	s := newStore(t).(*Store)
+	ctx := context.Background()
+	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	g := store.Grant{ID: "g1", ClientID: "c1", Subject: "p1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := s.CreateGrant(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	event := func(id string) store.Event {
+		return store.Event{ID: id, Kind: store.EventOAuth, Type: "T", ClientID: "c1", Occurred: now}
+	}
+
+	// The duplicate grant is held, and fails with COMMIT: the event held
+	// with it and the lock taken before it are undone.
+	err := s.Tx(ctx, func(tx store.Store) error {
+		if _, err := tx.SharePerson(ctx, "p1"); err != nil {
+			return err
+		}
+		if err := tx.EventSink().AppendEvents(ctx, event("e-dup")); err != nil {
+			return err
+		}
+		return tx.CreateGrant(ctx, g)
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("duplicate grant at commit: %v, want ErrConflict", err)
+	}
+
+	// A statement fails and fn goes on as if it had not: PostgreSQL has
+	// aborted the transaction, and its COMMIT rolls back.
+	err = s.Tx(ctx, func(tx store.Store) error {
+		if _, err := tx.SharePerson(ctx, "p1"); err != nil {
+			return err
+		}
+		_ = tx.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
+			CreatedAt: now, UpdatedAt: now}) // a duplicate: fails at once
+		return tx.EventSink().AppendEvents(ctx, event("e-ignored"))
+	})
+	if err == nil {
+		t.Error("a transaction whose statement failed committed")
+	}
+
+	// The connections are fit: later transactions, on whatever pooled
+	// connection, commit.
+	for i := range 20 {
+		if err := s.Tx(ctx, func(tx store.Store) error {
+			if _, err := tx.SharePerson(ctx, "p1"); err != nil {
+				return err
+			}
+			return tx.EventSink().AppendEvents(ctx, event(fmt.Sprintf("e-ok-%d", i)))
+		}); err != nil {
+			t.Fatalf("transaction %d after the failures: %v", i, err)
+		}
+	}
+	es, err := s.SearchEvents(ctx, store.EventFilter{Kind: store.EventOAuth}, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.ID == "e-dup" || e.ID == "e-ignored" {
+			t.Errorf("event %s of a failed transaction was stored", e.ID)
+		}
+	}
+	if len(es) != 20 {
+		t.Errorf("%d events stored, want the 20 of the transactions that committed", len(es))
+	}
+}
