@@ -72,6 +72,17 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	return open(ctx, path, true)
 }
 
+// Page caches per connection. The writer's cache stays full: it is most
+// of the process's memory beyond the Go heap (16 MiB of pages cost 24 MiB
+// of RSS), and 4 MiB writes as fast (docs/PERFORMANCE.md, "the writer's
+// page cache"); the pages it drops are in the OS's page cache. A reader's
+// cache is emptied whenever a commit happened since its last read, so under
+// load its size changes nothing.
+const (
+	readerCache = "cache_size(-16384)"
+	writerCache = "cache_size(-4096)"
+)
+
 func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	ms, err := Migrations()
 	if err != nil {
@@ -82,14 +93,14 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	// WAL is written before a commit returns); only an OS crash or power
 	// loss can lose the last transactions. temp_store=MEMORY keeps the
 	// statement and savepoint journals off the disk (the person import writes
-	// every person in a savepoint); cache_size gives each connection 16 MiB
-	// of pages instead of 2 MiB, so a batch does not spill to the WAL early.
+	// every person in a savepoint). cache_size: see readerCache and
+	// writerCache.
 	pragmas := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(NORMAL)", "busy_timeout(10000)", "foreign_keys(ON)",
-		"temp_store(MEMORY)", "cache_size(-16384)"} {
+		"temp_store(MEMORY)"} {
 		pragmas.Add("_pragma", p)
 	}
-	readPragmas := url.Values{"_pragma": append([]string{"query_only(ON)"}, pragmas["_pragma"]...)}
+	readPragmas := url.Values{"_pragma": append([]string{"query_only(ON)", readerCache}, pragmas["_pragma"]...)}
 	read, err := sql.Open("sqlite", "file:"+path+"?"+readPragmas.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -108,8 +119,8 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 		return s, nil
 	}
 	// The writer checkpoints only as a backstop; see checkpointer.
-	writePragmas := url.Values{"_pragma": append([]string{fmt.Sprintf("wal_autocheckpoint(%d)", writerAutoCheckpoint)},
-		pragmas["_pragma"]...)}
+	writePragmas := url.Values{"_pragma": append([]string{fmt.Sprintf("wal_autocheckpoint(%d)", writerAutoCheckpoint),
+		writerCache}, pragmas["_pragma"]...)}
 	write, err := sql.Open("sqlite", "file:"+path+"?"+writePragmas.Encode()+"&_txlock=immediate")
 	if err != nil {
 		read.Close()
