@@ -106,25 +106,7 @@ func TestTransactionRoundTrips(t *testing.T) {
 		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	issue := func(i int) error {
-		return s.Tx(ctx, func(tx store.Store) error {
-			if _, err := tx.SharePerson(ctx, "p1"); err != nil {
-				return err
-			}
-			id := fmt.Sprintf("g%d", i)
-			now := time.Now().UTC()
-			if err := tx.CreateGrant(ctx, store.Grant{ID: id, ClientID: "c1", Subject: "p1", CreatedAt: now,
-				ExpiresAt: now.Add(time.Hour)}); err != nil {
-				return err
-			}
-			if err := tx.CreateToken(ctx, store.Token{Hash: []byte(id), Kind: store.KindAccess, GrantID: id,
-				ClientID: "c1", Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
-				return err
-			}
-			return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + id, Kind: store.EventOAuth, Type: "T",
-				ClientID: "c1", Occurred: now})
-		})
-	}
+	issue := func(i int) error { return issueTx(ctx, s, fmt.Sprintf("g%d", i)) }
 	// The first run prepares the statements on the connection (a round
 	// trip of its own); a pooled connection idle for a second is pinged.
 	// The least of three runs is the transaction's own count.
@@ -145,6 +127,61 @@ func TestTransactionRoundTrips(t *testing.T) {
 	if _, err := s.GetToken(ctx, []byte("g3")); err != nil {
 		t.Errorf("the last issuance's token: %v", err)
 	}
+}
+
+// issueTx is an issuance's transaction: the person read under a share
+// lock, then a grant, a token and an event written.
+func issueTx(ctx context.Context, s store.Store, id string) error {
+	return s.Tx(ctx, func(tx store.Store) error {
+		if _, err := tx.SharePerson(ctx, "p1"); err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		if err := tx.CreateGrant(ctx, store.Grant{ID: id, ClientID: "c1", Subject: "p1", CreatedAt: now,
+			ExpiresAt: now.Add(time.Hour)}); err != nil {
+			return err
+		}
+		if err := tx.CreateToken(ctx, store.Token{Hash: []byte(id), Kind: store.KindAccess, GrantID: id,
+			ClientID: "c1", Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + id, Kind: store.EventOAuth, Type: "T",
+			ClientID: "c1", Occurred: now})
+	})
+}
+
+// BenchmarkIssuanceTransaction: issueTx one at a time (its latency: two
+// round trips and a commit's flush) and from parallel callers.
+func BenchmarkIssuanceTransaction(b *testing.B) {
+	s, err := Open(context.Background(), pgtest.NewDatabase(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.Run("serial", func(b *testing.B) {
+		for range b.N {
+			if err := issueTx(ctx, s, fmt.Sprintf("s%d", n.Add(1))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.SetParallelism(4)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := issueTx(ctx, s, fmt.Sprintf("p%d", n.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
 
 // TestTransactionFailuresWriteNothing: a held insert that fails at commit,
