@@ -26,8 +26,7 @@ func TestCanceledQueriesLeaveNoBadConnection(t *testing.T) {
 	if err := s.AppendEvents(ctx, es...); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
-		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+	if err := s.CreatePerson(ctx, activePerson()); err != nil {
 		t.Fatal(err)
 	}
 	var failed atomic.Int64

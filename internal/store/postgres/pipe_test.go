@@ -102,8 +102,7 @@ func TestTransactionRoundTrips(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
-		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+	if err := s.CreatePerson(ctx, activePerson()); err != nil {
 		t.Fatal(err)
 	}
 	issue := func(i int) error { return issueTx(ctx, s, fmt.Sprintf("g%d", i)) }
@@ -127,6 +126,12 @@ func TestTransactionRoundTrips(t *testing.T) {
 	if _, err := s.GetToken(ctx, []byte("g3")); err != nil {
 		t.Errorf("the last issuance's token: %v", err)
 	}
+}
+
+// activePerson is the person p1, whom issueTx issues for.
+func activePerson() store.Person {
+	now := time.Now()
+	return store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED", CreatedAt: now, UpdatedAt: now}
 }
 
 // issueTx is an issuance's transaction: the person read under a share
@@ -159,8 +164,7 @@ func BenchmarkIssuanceTransaction(b *testing.B) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
-		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+	if err := s.CreatePerson(ctx, activePerson()); err != nil {
 		b.Fatal(err)
 	}
 	var n atomic.Int64
@@ -190,8 +194,7 @@ func BenchmarkIssuanceTransaction(b *testing.B) {
 func TestTransactionFailuresWriteNothing(t *testing.T) {
 	s := newStore(t).(*Store)
 	ctx := context.Background()
-	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
-		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+	if err := s.CreatePerson(ctx, activePerson()); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
@@ -224,8 +227,7 @@ func TestTransactionFailuresWriteNothing(t *testing.T) {
 		if _, err := tx.SharePerson(ctx, "p1"); err != nil {
 			return err
 		}
-		_ = tx.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED",
-			CreatedAt: now, UpdatedAt: now}) // a duplicate: fails at once
+		_ = tx.CreatePerson(ctx, activePerson()) // a duplicate: fails at once
 		return tx.EventSink().AppendEvents(ctx, event("e-ignored"))
 	})
 	if err == nil {
