@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,43 +30,48 @@ func openPipe(db *sql.DB) func(context.Context) (sqlstore.Pipe, error) {
 	return func(context.Context) (sqlstore.Pipe, error) { return &pipe{db: db}, nil }
 }
 
-// maxConnTries bounds the connections connect and a first round trip try
-// before giving up: pgx closes a canceled query's connection
-// asynchronously, so after a burst of clients going away several pooled
-// connections can be closing at once (sqlstore's retryBadConn).
-const maxConnTries = 10
+// maxFirstTries bounds the tries of a first round trip that failed before
+// anything ran (run).
+const maxFirstTries = sqlstore.MaxBadConnRetries
 
-// connect takes a connection that is not closed. database/sql itself
-// gives up with driver.ErrBadConn after three closing connections: like
-// sqlstore's retryBadConn, connect tries more, a little later each time.
+// connect takes a connection that is not closed, retrying past closing
+// ones as sqlstore.RetryBadConn says: database/sql itself gives up with
+// driver.ErrBadConn after three.
 func (p *pipe) connect(ctx context.Context) error {
-	for try := 0; ; try++ {
-		if try > 0 {
-			time.Sleep(time.Duration(try) * 200 * time.Microsecond)
-		}
-		sc, err := p.db.Conn(ctx)
+	for attempt := 0; ; attempt++ {
+		err := p.take(ctx)
 		if err == nil {
-			var conn *pgx.Conn
-			err = sc.Raw(func(dc any) error {
-				conn = dc.(*stdlib.Conn).Conn()
-				if conn.IsClosed() {
-					return driver.ErrBadConn // database/sql drops it
-				}
-				return nil
-			})
-			if err == nil {
-				p.sc, p.conn = sc, conn
-				return nil
+			return nil
+		}
+		if !sqlstore.RetryBadConn(ctx, err, attempt) {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			_ = sc.Close()
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !errors.Is(err, driver.ErrBadConn) || try+1 >= maxConnTries {
 			return err
 		}
 	}
+}
+
+// take takes a connection of the pool; a closed one is driver.ErrBadConn.
+func (p *pipe) take(ctx context.Context) error {
+	sc, err := p.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	var conn *pgx.Conn
+	err = sc.Raw(func(dc any) error {
+		conn = dc.(*stdlib.Conn).Conn()
+		if conn.IsClosed() {
+			return driver.ErrBadConn // database/sql drops it
+		}
+		return nil
+	})
+	if err != nil {
+		_ = sc.Close()
+		return err
+	}
+	p.sc, p.conn = sc, conn
+	return nil
 }
 
 // drop closes the connection instead of giving it back.
@@ -115,7 +118,7 @@ func (p *pipe) run(ctx context.Context, stmts []sqlstore.Stmt, query bool) (n in
 			}
 		}
 		n, rs, failed, err = p.send(ctx, stmts, query)
-		if err == nil || !fresh || failed != 0 || !pgconn.SafeToRetry(err) || try+1 >= maxConnTries || ctx.Err() != nil {
+		if err == nil || !fresh || failed != 0 || !pgconn.SafeToRetry(err) || try+1 >= maxFirstTries || ctx.Err() != nil {
 			return n, rs, failed, err
 		}
 		p.drop()

@@ -121,9 +121,8 @@ func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affec
 		}
 	}
 	batch := l.batch[:0]
-	beginAt := -1
-	if !l.begun {
-		beginAt = len(batch)
+	withBegin := !l.begun
+	if withBegin {
 		batch = append(batch, Stmt{SQL: "BEGIN"})
 	}
 	if len(l.pending) > 0 {
@@ -135,7 +134,7 @@ func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affec
 	batch = append(batch, Stmt{SQL: db.sql(q), Args: args})
 	l.batch = batch
 	start := time.Now()
-	failed := -1
+	var failed int
 	if query {
 		rs, failed, err = l.pipe.Query(ctx, batch)
 		db.observeStmt("query", start)
@@ -144,8 +143,8 @@ func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affec
 		db.observeStmt("exec", start)
 	}
 	clear(batch) // the arguments are not kept alive by the reused slice
-	if beginAt >= 0 && (err == nil || failed > beginAt) {
-		l.begun = true
+	if withBegin && (err == nil || failed > 0) {
+		l.begun = true // BEGIN, the batch's first statement, ran
 	}
 	if err != nil {
 		err = db.d.Translate(err)

@@ -233,7 +233,7 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 }
 
 // runLazyTx is runTx for a dialect with a Pipe (lazytx.go).
-func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error) (err error) {
+func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error) error {
 	child := db.txChild(nil)
 	l := &lazyTx{}
 	child.lazy = l
@@ -465,11 +465,12 @@ func (db *DB) PoolStats() (write, read sql.DBStats, separate bool) {
 	return db.write.Stats(), db.read.Stats(), db.read != db.write
 }
 
-// maxBadConnRetries bounds retryBadConn.
-const maxBadConnRetries = 10
+// MaxBadConnRetries bounds RetryBadConn.
+const MaxBadConnRetries = 10
 
-// retryBadConn tells whether a statement (its preparation, or a BEGIN) that failed with err
-// may run again: outside a transaction, when the driver reported a bad
+// RetryBadConn tells whether an operation that failed with err (a
+// statement's preparation, a BEGIN, taking a connection) may run again,
+// attempt being the retries so far: when the driver reported a bad
 // connection. A driver says so only when the statement did not run
 // (database/sql/driver's ErrBadConn), and database/sql retries only twice
 // on pooled connections: pgx closes the connection of a canceled query
@@ -480,14 +481,20 @@ const maxBadConnRetries = 10
 // After the first retry it waits a little (at most ~10 ms in all): the
 // connections the pool hands out may all be closing at that instant, and
 // retrying at once would only find them again.
-func (db *DB) retryBadConn(ctx context.Context, err error, attempt int) bool {
-	if db.tx != nil || attempt >= maxBadConnRetries || !errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
+func RetryBadConn(ctx context.Context, err error, attempt int) bool {
+	if attempt >= MaxBadConnRetries || !errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
 		return false
 	}
 	if attempt > 0 {
 		time.Sleep(time.Duration(attempt) * 200 * time.Microsecond)
 	}
 	return true
+}
+
+// retryBadConn is RetryBadConn outside a transaction; inside one, a
+// statement is never run again.
+func (db *DB) retryBadConn(ctx context.Context, err error, attempt int) bool {
+	return db.tx == nil && RetryBadConn(ctx, err, attempt)
 }
 
 // row is a single-row result whose statement is released after Scan.
