@@ -36,7 +36,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	setGCPercent()
+	paceMemory()
 	var banner *demoBanner
 	if *demo {
 		if banner, err = addDemo(cfg); err != nil {
@@ -332,7 +332,8 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 // never under 100 (docs/PERFORMANCE.md, "Start-up and memory").
 const serveGCHeadroom = 32 << 20
 
-func setGCPercent() {
+func paceMemory() {
+	gcpace.EnableRelease() // an argon2id hash's 19 MiB leaves with it
 	if os.Getenv("GOGC") == "" {
 		gcpace.Start(gcpace.Pacer{Headroom: serveGCHeadroom, MinPercent: 100, MaxPercent: 400})
 	}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/gcpace"
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -60,7 +61,9 @@ func Hash(pw string) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
+	end := gcpace.Transient()
 	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	end()
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
 		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
@@ -143,7 +146,9 @@ func verifyArgon2id(phc, pw string) (bool, error) {
 	if !ok {
 		return false, ErrMalformed
 	}
+	end := gcpace.Transient()
 	got := argon2.IDKey([]byte(pw), p.salt, p.time, p.memory, p.threads, uint32(len(p.key)))
+	end()
 	return subtle.ConstantTimeCompare(got, p.key) == 1, nil
 }
 
