@@ -96,15 +96,8 @@ func TestTransactionRoundTrips(t *testing.T) {
 	}
 	proxy := newTurnCounter(t, u.Host)
 	u.Host = proxy.ln.Addr().String()
-	s, err := Open(context.Background(), u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openWithPerson(t, u.String())
 	ctx := context.Background()
-	if err := s.CreatePerson(ctx, activePerson()); err != nil {
-		t.Fatal(err)
-	}
 	issue := func(i int) error { return issueTx(ctx, s, fmt.Sprintf("g%d", i)) }
 	// The first run prepares the statements on the connection (a round
 	// trip of its own); a pooled connection idle for a second is pinged.
@@ -134,6 +127,21 @@ func activePerson() store.Person {
 	return store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED", CreatedAt: now, UpdatedAt: now}
 }
 
+// openWithPerson opens a store on dsn, closed at the test's end, holding
+// activePerson.
+func openWithPerson(tb testing.TB, dsn string) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if err := s.CreatePerson(context.Background(), activePerson()); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // issueTx is an issuance's transaction: the person read under a share
 // lock, then a grant, a token and an event written.
 func issueTx(ctx context.Context, s store.Store, id string) error {
@@ -158,15 +166,8 @@ func issueTx(ctx context.Context, s store.Store, id string) error {
 // BenchmarkIssuanceTransaction: issueTx one at a time (its latency: two
 // round trips and a commit's flush) and from parallel callers.
 func BenchmarkIssuanceTransaction(b *testing.B) {
-	s, err := Open(context.Background(), pgtest.NewDatabase(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openWithPerson(b, pgtest.NewDatabase(b))
 	ctx := context.Background()
-	if err := s.CreatePerson(ctx, activePerson()); err != nil {
-		b.Fatal(err)
-	}
 	var n atomic.Int64
 	b.Run("serial", func(b *testing.B) {
 		for range b.N {
