@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -154,7 +155,40 @@ func TestAnsweredEventsSurviveSIGKILL(t *testing.T) {
 			if missing > 0 {
 				t.Errorf("%d of %d answered requests have no event after SIGKILL and restart", missing, len(answered))
 			}
+			// Nor the other way round: each stored token has exactly one
+			// issuance event, also the tokens of requests cut off by the
+			// kill, and no issuance event outlives a token that did not
+			// commit (SQLite writes them ahead of the commit).
+			events := 0
+			for _, typ := range found {
+				if typ == created {
+					events++
+				}
+			}
+			if tokens := storedAccessTokens(t, s.database, "m2m"); tokens != events {
+				t.Errorf("%d access tokens stored and %d events of their issuance after SIGKILL and restart", tokens, events)
+			}
 			t.Logf("%s: %v answered requests before SIGKILL, %d events found after restart", backend, counts, len(answered)-missing)
 		})
 	}
+}
+
+// storedAccessTokens counts the access tokens of client in database (a
+// latchkey database URL), read beside the running server.
+func storedAccessTokens(t *testing.T, database, client string) int {
+	t.Helper()
+	driver, dsn := "pgx", database
+	if path, ok := strings.CutPrefix(database, "sqlite:"); ok {
+		driver, dsn = "sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM tokens WHERE kind = 'access' AND client_id = '` + client + `'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -36,17 +37,29 @@ import (
 // A replay ends at the first record that is cut short, fails its checksum or
 // does not decode: a crash mid-write leaves such a tail, and it was never
 // acknowledged.
+//
+// Events of a transaction are written ahead (WriteAhead): the group commit
+// writes its transactions' events before its COMMIT, as records of version
+// 2 (the version byte, the batch's number as a uvarint, then as version
+// 1), and the transaction sets event_log_batch to that number. A replay
+// keeps them when the table's number is at least theirs and no abort
+// record (version 3: the version byte and the batch's number) follows
+// them: their transaction committed. Batches commit in the order of their
+// numbers, on the single writer, and a failed commit's abort record is
+// written before the next batch begins.
 
 // Defaults of the event log; eventLogOptions lets tests change them.
 const (
-	logIndexBatch  = 1000                   // index as soon as this many events wait
+	logIndexBatch  = 250                    // index as soon as this many events wait (an index holds the writer: see PERFORMANCE.md)
 	logIndexDelay  = 200 * time.Millisecond // or this long after the first of them was written
 	logMaxPending  = 100_000                // appenders wait for the indexer beyond this
 	logCompactSize = 4 << 20                // start the file afresh once it is indexed and this large
 	logReplayTx    = 10_000                 // events per transaction of a replay
 	maxRecord      = 16 << 20               // larger payloads are refused, and read as corruption
 	recordHeader   = 8
-	recordVersion  = 1
+	recordVersion  = 1 // an event recorded outside a transaction
+	recordAhead    = 2 // an event of a batch, written ahead of its commit
+	recordAbort    = 3 // the batch's transaction did not commit
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -86,8 +99,10 @@ type eventLog struct {
 	// wmu serialises the file: write(2), truncation, replacement.
 	wmu    sync.Mutex
 	f      *os.File
-	size   int64 // bytes in the file
-	broken error // the file holds bytes that no replay could pass: refuse to write more
+	size   int64    // bytes in the file
+	broken error    // the file holds bytes that no replay could pass: refuse to write more
+	batch  int64    // the number of the last batch written ahead
+	guard  *os.File // locked shared while records leave the file (backupGuard)
 
 	// pmu guards the records written and not yet indexed.
 	pmu      sync.Mutex
@@ -96,8 +111,9 @@ type eventLog struct {
 	written  uint64 // events written since open
 	indexed  uint64 // of which indexed
 	firstAt  time.Time
-	retryAt  time.Time     // after a failed index, the indexer waits until then
-	drained  chan struct{} // closed and replaced by every successful index (back-pressure)
+	retryAt  time.Time      // after a failed index, the indexer waits until then
+	drained  chan struct{}  // closed and replaced by every successful index (back-pressure)
+	aborted  map[int64]bool // batches written ahead whose transaction did not commit
 
 	sem  chan struct{} // one index at a time: the indexer's, a Flush's or Close's
 	wake chan struct{} // the indexer has something to consider
@@ -140,10 +156,16 @@ func openEventLogWith(ctx context.Context, path string, db *sqlstore.DB, log *sl
 		f.Close()
 		return nil, fmt.Errorf("sqlite: event log: %w", err)
 	}
-	es, good := decodeRecords(data)
+	rs, good := decodeLog(data)
 	if good < len(data) {
 		log.Warn("event log: ignoring a torn or corrupt tail", "path", path, "bytes", len(data)-good)
 	}
+	committed, err := db.CommittedBatch(ctx)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sqlite: event log: %w", err)
+	}
+	es := replayable(rs, committed)
 	for rest := es; len(rest) > 0; {
 		n := min(len(rest), logReplayTx)
 		if err := indexEvents(ctx, db, rest[:n]); err != nil {
@@ -152,15 +174,29 @@ func openEventLogWith(ctx context.Context, path string, db *sqlstore.DB, log *sl
 		}
 		rest = rest[n:]
 	}
-	// Every good record is in the table now; the tail was never acknowledged.
-	if err := f.Truncate(0); err != nil {
+	guard, err := openGuard(path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Every record to keep is in the table now; the tail was never
+	// acknowledged, the batches past the table's number never committed.
+	// (Not while a backup copies the log: guardShared waits for it.)
+	err = guardShared(guard, true)
+	if err == nil {
+		err = f.Truncate(0)
+		guardRelease(guard)
+	}
+	if err != nil {
+		guard.Close()
 		f.Close()
 		return nil, fmt.Errorf("sqlite: event log: %w", err)
 	}
-	if len(es) > 0 {
-		log.Info("event log: replayed", "path", path, "events", len(es))
+	if len(rs) > 0 {
+		log.Info("event log: replayed", "path", path, "events", len(es), "dropped", eventsOf(rs)-len(es))
 	}
-	l := &eventLog{db: db, log: log, path: path, opt: opt, f: f,
+	l := &eventLog{db: db, log: log, path: path, opt: opt, f: f, guard: guard, batch: committed,
+		aborted: map[int64]bool{},
 		fill:    &logBatch{done: make(chan struct{})},
 		drained: make(chan struct{}),
 		sem:     make(chan struct{}, 1), wake: make(chan struct{}, 1),
@@ -177,15 +213,17 @@ func openEventLogWith(ctx context.Context, path string, db *sqlstore.DB, log *sl
 // indexEvents indexes es in a transaction of their own: a batch is large,
 // and the group commit then runs it alone, without a savepoint.
 func indexEvents(ctx context.Context, db *sqlstore.DB, es []store.Event) error {
-	return db.BulkTx(ctx, func(tx store.Store) error {
-		ix, ok := tx.(interface {
-			IndexEvents(context.Context, ...store.Event) error
-		})
-		if !ok {
-			return fmt.Errorf("sqlite: event log: %T cannot index events", tx)
-		}
-		return ix.IndexEvents(ctx, es...)
+	return db.BulkTx(ctx, func(tx store.Store) error { return indexInto(ctx, tx, es) })
+}
+
+func indexInto(ctx context.Context, tx store.Store, es []store.Event) error {
+	ix, ok := tx.(interface {
+		IndexEvents(context.Context, ...store.Event) error
 	})
+	if !ok {
+		return fmt.Errorf("sqlite: event log: %T cannot index events", tx)
+	}
+	return ix.IndexEvents(ctx, es...)
 }
 
 // AppendEvents writes es to the log and returns once they are written
@@ -282,12 +320,20 @@ func (l *eventLog) writeLoop() {
 	}
 }
 
-// write appends buf, holding n events, to the file and to the pending records.
+// write appends buf, holding n records, to the file and to the pending records.
 func (l *eventLog) write(buf []byte, n int) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	return l.writeLocked(buf, n)
+}
+
+// writeLocked is write; the caller holds wmu.
+func (l *eventLog) writeLocked(buf []byte, n int) error {
 	if l.broken != nil {
 		return l.broken
+	}
+	if l.f == nil {
+		return errLogClosed
 	}
 	if _, err := l.f.Write(buf); err != nil {
 		// A partial record would end every later replay before the records
@@ -312,6 +358,45 @@ func (l *eventLog) write(buf []byte, n int) error {
 		l.kick()
 	}
 	return nil
+}
+
+// WriteAhead writes the events of a group commit's batch before its
+// COMMIT (sqlstore.EventsAhead), directly: the batch holds the single
+// writer, which the indexer needs, so it neither queues behind other
+// appenders nor waits for room.
+func (l *eventLog) WriteAhead(es []store.Event) (int64, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	batch := l.batch + 1
+	var buf []byte
+	for _, e := range es {
+		var err error
+		if buf, err = appendAheadRecord(buf, e, batch); err != nil {
+			return 0, err
+		}
+	}
+	if err := l.writeLocked(buf, len(es)); err != nil {
+		return 0, err
+	}
+	l.batch = batch
+	return batch, nil
+}
+
+// Abort records that batch did not commit. Should the record not be
+// written, the log takes no more writes: the batches after batch would
+// record numbers above it, and a replay would keep its events.
+func (l *eventLog) Abort(batch int64) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.pmu.Lock()
+	l.aborted[batch] = true
+	l.pmu.Unlock()
+	if err := l.writeLocked(appendAbortRecord(nil, batch), 1); err != nil {
+		if l.broken == nil {
+			l.broken = fmt.Errorf("sqlite: event log %s unusable: cannot record an aborted batch: %w", l.path, err)
+		}
+		l.log.Error("event log: cannot record an aborted batch", "path", l.path, "batch", batch, "err", err)
+	}
 }
 
 func (l *eventLog) kick() {
@@ -380,22 +465,35 @@ func (l *eventLog) indexDue() time.Duration {
 }
 
 // index indexes every pending event; the caller holds sem. On failure the
-// events stay pending (and in the file) for the next attempt.
+// events stay pending (and in the file) for the next attempt. The pending
+// records are taken inside the indexing transaction, which holds the single
+// writer: every batch written ahead before it has committed or aborted.
 func (l *eventLog) index(ctx context.Context) error {
 	l.pmu.Lock()
-	snap, n := l.pending, l.pendingN
+	n := l.pendingN
 	l.pmu.Unlock()
 	if n == 0 {
 		return nil
 	}
-	// The writer only appends to pending, so snap's bytes stay as they are.
-	es, good := decodeRecords(snap)
-	var err error
-	if good != len(snap) || len(es) != n {
-		err = fmt.Errorf("sqlite: event log: %d pending events do not decode", n) // a bug, not a crash
-	} else {
-		err = indexEvents(ctx, l.db, es)
-	}
+	var snap []byte
+	err := l.db.BulkTx(ctx, func(tx store.Store) error {
+		l.pmu.Lock()
+		snap, n = l.pending, l.pendingN
+		aborted := maps.Clone(l.aborted)
+		l.pmu.Unlock()
+		// The writer only appends to pending, so snap's bytes stay as they are.
+		rs, good := decodeLog(snap)
+		if good != len(snap) || len(rs) != n {
+			return fmt.Errorf("sqlite: event log: %d pending records do not decode", n) // a bug, not a crash
+		}
+		var es []store.Event
+		for _, r := range rs {
+			if !r.abort && !aborted[r.batch] {
+				es = append(es, r.e)
+			}
+		}
+		return indexInto(ctx, tx, es)
+	})
 	now := time.Now()
 	l.pmu.Lock()
 	if err != nil {
@@ -408,6 +506,9 @@ func (l *eventLog) index(ctx context.Context) error {
 		l.pending = append([]byte(nil), rest...) // let a backlog's buffer go
 	} else {
 		l.pending = append(l.pending[:0], rest...)
+	}
+	if len(rest) == 0 {
+		clear(l.aborted) // their records have left the pending ones
 	}
 	l.pendingN -= n
 	l.indexed += uint64(n)
@@ -431,6 +532,10 @@ func (l *eventLog) compact() {
 	if l.f == nil || l.broken != nil || l.size <= l.opt.compactSize {
 		return
 	}
+	if guardShared(l.guard, false) != nil {
+		return // a backup copies the log: after it
+	}
+	defer guardRelease(l.guard)
 	l.pmu.Lock()
 	rest := l.pending // the writer, its only other mutator, waits for wmu
 	l.pmu.Unlock()
@@ -507,10 +612,12 @@ func (l *eventLog) Close() error {
 	l.pmu.Lock()
 	empty := l.pendingN == 0
 	l.pmu.Unlock()
-	if err == nil && empty && l.broken == nil {
+	// A backup copying the log keeps it as it is; the next open replays it.
+	if err == nil && empty && l.broken == nil && guardShared(l.guard, false) == nil {
 		err = l.f.Truncate(0)
+		guardRelease(l.guard)
 	}
-	err = errors.Join(err, l.f.Close())
+	err = errors.Join(err, l.f.Close(), l.guard.Close())
 	l.f = nil
 	return err
 }
@@ -556,20 +663,31 @@ func (l *eventLog) rewrite(x store.Erasure) error {
 	l.pmu.Lock()
 	pending := l.pending // the writer, its only other mutator, waits for wmu
 	l.pmu.Unlock()
-	es, good := decodeRecords(pending)
+	rs, good := decodeLog(pending)
 	if good != len(pending) {
 		return fmt.Errorf("sqlite: event log: pending records do not decode")
 	}
 	var buf []byte
-	for _, e := range es {
-		if x.About(e) {
-			x.Scrub(&e)
-		}
+	for _, r := range rs {
 		var err error
-		if buf, err = appendRecord(buf, e); err != nil {
+		switch {
+		case r.abort:
+			buf = appendAbortRecord(buf, r.batch)
+		case x.About(r.e):
+			x.Scrub(&r.e)
+			fallthrough
+		default:
+			buf, err = appendRecordOf(buf, r)
+		}
+		if err != nil {
 			return err
 		}
 	}
+	// Not while a backup copies the log: it waits for the copy.
+	if err := guardShared(l.guard, true); err != nil {
+		return fmt.Errorf("sqlite: event log: %w", err)
+	}
+	defer guardRelease(l.guard)
 	tmp := l.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_APPEND|os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -594,10 +712,33 @@ func (l *eventLog) rewrite(x store.Erasure) error {
 	return nil
 }
 
-// appendRecord appends the record of e to buf.
+// appendRecord appends the record of e, recorded outside a transaction, to buf.
 func appendRecord(buf []byte, e store.Event) ([]byte, error) {
+	return appendRecordOf(buf, logRecord{e: e})
+}
+
+// appendAheadRecord appends the record of e, an event of batch, to buf.
+func appendAheadRecord(buf []byte, e store.Event, batch int64) ([]byte, error) {
+	return appendRecordOf(buf, logRecord{e: e, batch: batch})
+}
+
+// appendAbortRecord appends the record that batch did not commit to buf.
+func appendAbortRecord(buf []byte, batch int64) []byte {
 	start := len(buf)
-	buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0, recordVersion)
+	buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0, recordAbort)
+	buf = binary.AppendUvarint(buf, uint64(batch))
+	return frame(buf, start)
+}
+
+// appendRecordOf appends the record of an event, of a batch or none.
+func appendRecordOf(buf []byte, r logRecord) ([]byte, error) {
+	e := r.e
+	start := len(buf)
+	if r.batch == 0 {
+		buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0, recordVersion)
+	} else {
+		buf = binary.AppendUvarint(append(buf, 0, 0, 0, 0, 0, 0, 0, 0, recordAhead), uint64(r.batch))
+	}
 	for _, s := range [...]string{e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID,
 		e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition} {
 		buf = appendString(buf, s)
@@ -607,13 +748,18 @@ func appendRecord(buf []byte, e store.Event) ([]byte, error) {
 	for k, v := range e.Context {
 		buf = appendString(appendString(buf, k), v)
 	}
-	n := len(buf) - start - recordHeader
-	if n > maxRecord {
+	if n := len(buf) - start - recordHeader; n > maxRecord {
 		return buf[:start], fmt.Errorf("sqlite: event %s: %d bytes, more than the event log takes", e.ID, n)
 	}
+	return frame(buf, start), nil
+}
+
+// frame fills in the header of the record that starts at start.
+func frame(buf []byte, start int) []byte {
+	n := len(buf) - start - recordHeader
 	binary.LittleEndian.PutUint32(buf[start:], uint32(n))
 	binary.LittleEndian.PutUint32(buf[start+4:], recordCRC(buf[start:start+4], buf[start+recordHeader:]))
-	return buf, nil
+	return buf
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -626,39 +772,113 @@ func recordCRC(length, payload []byte) uint32 {
 	return crc32.Update(crc32.Update(0, castagnoli, length), castagnoli, payload)
 }
 
-// decodeRecords decodes the complete, checksummed records at the start of
+// logRecord is a decoded record: an event (of batch, 0 when recorded
+// outside a transaction), or the abort of batch.
+type logRecord struct {
+	e     store.Event
+	batch int64
+	abort bool
+}
+
+// decodeLog decodes the complete, checksummed records at the start of
 // data, stopping at the first one that is cut short, fails its checksum or
 // does not decode. good is the length of the prefix they fill.
-func decodeRecords(data []byte) (es []store.Event, good int) {
+func decodeLog(data []byte) (rs []logRecord, good int) {
 	for {
 		rest := data[good:]
 		if len(rest) < recordHeader {
-			return es, good
+			return rs, good
 		}
 		n := binary.LittleEndian.Uint32(rest)
 		if n > maxRecord || int(n) > len(rest)-recordHeader {
-			return es, good
+			return rs, good
 		}
 		payload := rest[recordHeader : recordHeader+n]
 		if binary.LittleEndian.Uint32(rest[4:]) != recordCRC(rest[:4], payload) {
-			return es, good
+			return rs, good
 		}
-		e, ok := decodeEvent(string(payload))
+		r, ok := decodeRecord(string(payload))
 		if !ok {
-			return es, good
+			return rs, good
 		}
-		es = append(es, e)
+		rs = append(rs, r)
 		good += recordHeader + int(n)
 	}
 }
 
-// decodeEvent decodes a payload. The strings of the event share p's memory:
-// one allocation per event rather than one per field.
+// decodeRecords is decodeLog's events, whatever their batch.
+func decodeRecords(data []byte) (es []store.Event, good int) {
+	rs, good := decodeLog(data)
+	for _, r := range rs {
+		if !r.abort {
+			es = append(es, r.e)
+		}
+	}
+	return es, good
+}
+
+// replayable is the events of rs to index after a restart, when the last
+// batch that committed is committed: those recorded outside a transaction,
+// and those of batches that committed.
+func replayable(rs []logRecord, committed int64) []store.Event {
+	aborted := map[int64]bool{}
+	for _, r := range rs {
+		if r.abort {
+			aborted[r.batch] = true
+		}
+	}
+	var es []store.Event
+	for _, r := range rs {
+		if !r.abort && (r.batch == 0 || r.batch <= committed && !aborted[r.batch]) {
+			es = append(es, r.e)
+		}
+	}
+	return es
+}
+
+// eventsOf counts the events of rs.
+func eventsOf(rs []logRecord) int {
+	n := 0
+	for _, r := range rs {
+		if !r.abort {
+			n++
+		}
+	}
+	return n
+}
+
+// decodeRecord decodes a payload.
+func decodeRecord(p string) (r logRecord, ok bool) {
+	d := decoder{p: p}
+	switch d.byte() {
+	case recordVersion:
+	case recordAhead:
+		r.batch = int64(d.uvarint())
+		if r.batch <= 0 {
+			return r, false
+		}
+	case recordAbort:
+		r.batch, r.abort = int64(d.uvarint()), true
+		return r, !d.bad && r.batch > 0 && len(d.p) == 0
+	default:
+		return r, false
+	}
+	r.e, ok = d.event()
+	return r, ok
+}
+
+// decodeEvent decodes the payload of an event recorded outside a transaction.
 func decodeEvent(p string) (e store.Event, ok bool) {
 	d := decoder{p: p}
 	if d.byte() != recordVersion {
 		return e, false
 	}
+	return d.event()
+}
+
+// event decodes the rest of an event's payload. The strings of the event
+// share p's memory: one allocation per event rather than one per field.
+func (d *decoder) event() (e store.Event, ok bool) {
 	for _, s := range [...]*string{&e.ID, &e.Kind, &e.Type, &e.Name, &e.ClientID, &e.AppName, &e.TransactionID,
 		&e.UserID, &e.PersonID, &e.ClientIP, &e.UserAgent, &e.AgentUser, &e.Partition} {
 		*s = d.string()

@@ -67,6 +67,7 @@ func acquire(ctx context.Context, path string) (*openFile, error) {
 			lock.Close()
 			return nil, err
 		}
+		s.UseEventsAhead(f.events)
 	}
 	files[key] = f
 	return f, nil
@@ -83,6 +84,9 @@ func (f *openFile) release() error {
 	delete(files, f.key)
 	var err error
 	if f.events != nil {
+		// Transactions insert their events again; one that took the log
+		// before commits before Close's index, on the single writer.
+		f.owner.UseEventsAhead(nil)
 		err = f.events.Close() // indexes what is left: before the connections close
 	}
 	err = errors.Join(err, f.owner.closeConns())

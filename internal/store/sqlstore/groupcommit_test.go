@@ -65,8 +65,9 @@ func TestGroupCommit(t *testing.T) {
 	if txs := cs.txs.Load(); txs >= n {
 		t.Errorf("%d commits for %d concurrent events: nothing was shared", txs, n)
 	}
-	// A failing commit is every waiter's error: a duplicate id fails the batch.
-	if err := g.AppendEvents(context.Background(), store.Event{ID: "e-000", Kind: store.EventOAuth, Type: "T", Name: "t", Occurred: time.Now()}); err == nil {
-		t.Error("a duplicate event id was accepted")
+	// A failing transaction is every waiter's error: an event of no known
+	// kind fails the batch.
+	if err := g.AppendEvents(context.Background(), store.Event{ID: "e-x", Kind: "nonsense", Type: "T", Name: "t", Occurred: time.Now()}); err == nil {
+		t.Error("an event of no known kind was accepted")
 	}
 }

@@ -191,6 +191,9 @@ const eventParams = 16
 
 // AppendEvents appends events, many rows per statement.
 func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
+	if held, err := db.hold(es); held {
+		return err
+	}
 	// In a transaction (or for one event), one prepared statement per row:
 	// no SQL text to parse.
 	return db.insertEvents(ctx, es, "", db.d.InProcess && (db.inTx || len(es) == 1))

@@ -100,6 +100,8 @@ type DB struct {
 	pendingInv *[]invalidation
 	// scopesWritten: the transaction wrote scopes (ScopeCache).
 	scopesWritten *bool
+	// held: the group commit's events held for its EventsAhead (nil: none).
+	held *heldEvents
 	// applied lists the migrations this DB's Migrate applied itself.
 	applied []int
 }
@@ -128,8 +130,9 @@ type shared struct {
 	tokens  *TokenCache // nil: no token cache
 	// scopeCache: nil, no scope cache.
 	scopeCache *ScopeCache
-	events     GroupCommit // the event sink outside a transaction
-	kindCounts sync.Map    // event kind -> kindCount (CountEvents)
+	events     GroupCommit              // the event sink outside a transaction
+	ahead      atomic.Pointer[aheadBox] // the group commit writes events ahead to it (writeahead.go)
+	kindCounts sync.Map                 // event kind -> kindCount (CountEvents)
 	uses       useCoalescer
 }
 
@@ -276,7 +279,9 @@ func (db *DB) Savepoint(ctx context.Context, fn func(store.Store) error) (err er
 	if _, err := db.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
 		return db.d.Translate(err)
 	}
+	mark := db.heldMark()
 	if err = fn(db); err != nil {
+		db.undoHeld(mark)
 		if _, rerr := db.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
 			return errors.Join(err, db.d.Translate(rerr))
 		}

@@ -83,6 +83,8 @@ func (b *txBatch) loop(db *DB) {
 }
 
 // commitBatch runs jobs in one transaction and sets each job's outcome.
+// With an EventsAhead, the events the jobs append are held, and written to
+// the log before the COMMIT (writeahead.go).
 func (db *DB) commitBatch(jobs []*txJob) {
 	ctx := context.Background()
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
@@ -93,11 +95,15 @@ func (db *DB) commitBatch(jobs []*txJob) {
 		return
 	}
 	child := db.txChild(tx)
+	log := db.aheadOf()
+	if log != nil {
+		child.held = &heldEvents{}
+	}
 	defer db.endTx(child)
 	if len(jobs) == 1 {
 		// Alone, the transaction is the job's own: no savepoint to set,
 		// and none to journal every page it changes into.
-		db.commitAlone(tx, child, jobs[0])
+		db.commitAlone(tx, child, log, jobs[0])
 		db.preparePending(ctx)
 		return
 	}
@@ -110,11 +116,7 @@ func (db *DB) commitBatch(jobs []*txJob) {
 			// The savepoint could not be set or undone: the transaction
 			// is in an unknown state, so no job of it may commit.
 			_ = tx.Rollback()
-			for _, k := range jobs {
-				if k.err == nil && k.panic == nil {
-					k.err = err
-				}
-			}
+			failAll(jobs, err)
 			db.preparePending(ctx)
 			return
 		}
@@ -122,24 +124,35 @@ func (db *DB) commitBatch(jobs []*txJob) {
 	}
 	if !ok {
 		_ = tx.Rollback()
-	} else if err := db.d.Translate(tx.Commit()); err != nil {
-		for _, j := range jobs {
-			if j.err == nil && j.panic == nil {
-				j.err = err
-			}
-		}
+	} else if batch, err := db.writeAhead(ctx, tx, log, child.held); err != nil {
+		_ = tx.Rollback()
+		failAll(jobs, err)
+	} else if err := db.commitAhead(tx, log, batch); err != nil {
+		failAll(jobs, err)
 	}
 	db.preparePending(ctx)
 }
 
+// failAll fails every job of a batch that has not failed on its own.
+func failAll(jobs []*txJob, err error) {
+	for _, j := range jobs {
+		if j.err == nil && j.panic == nil {
+			j.err = err
+		}
+	}
+}
+
 // commitAlone runs a batch's only job directly in the transaction.
-func (db *DB) commitAlone(tx *sql.Tx, child *DB, j *txJob) {
+func (db *DB) commitAlone(tx *sql.Tx, child *DB, log EventsAhead, j *txJob) {
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()
 			j.panic = p
 		}
 	}()
+	if child.held != nil {
+		child.held.hold = !direct(j.ctx)
+	}
 	if j.err = j.ctx.Err(); j.err == nil {
 		j.err = j.fn(child)
 	}
@@ -147,7 +160,13 @@ func (db *DB) commitAlone(tx *sql.Tx, child *DB, j *txJob) {
 		_ = tx.Rollback()
 		return
 	}
-	j.err = db.d.Translate(tx.Commit())
+	batch, err := db.writeAhead(context.Background(), tx, log, child.held)
+	if err != nil {
+		_ = tx.Rollback()
+		j.err = err
+		return
+	}
+	j.err = db.commitAhead(tx, log, batch)
 }
 
 // runJob runs one job in a savepoint. Its own failure (error or panic) is
@@ -157,11 +176,19 @@ func (db *DB) runJob(j *txJob, name string) (spErr error) {
 		j.err = db.d.Translate(err)
 		return nil // nothing of j was written; the others go on
 	}
-	undo := func() error {
+	rollback := func() error {
 		if _, err := db.tx.ExecContext(context.Background(), "ROLLBACK TO SAVEPOINT "+name); err != nil {
 			return errors.Join(errors.New("sqlstore: cannot undo a failed transaction of the batch"), err)
 		}
 		return nil
+	}
+	if db.held != nil {
+		db.held.hold = !direct(j.ctx)
+	}
+	mark := db.heldMark()
+	undo := func() error {
+		db.undoHeld(mark)
+		return rollback()
 	}
 	defer func() {
 		if p := recover(); p != nil {
