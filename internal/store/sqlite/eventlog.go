@@ -606,7 +606,13 @@ func (l *eventLog) Close() error {
 	<-l.done
 	l.sem <- struct{}{}
 	defer func() { <-l.sem }()
-	err := l.index(context.Background())
+	// A group commit that took the log before it was detached (lock.go)
+	// writes ahead to it still: a transaction of the writer's queue after
+	// it waits for that batch, whose records the index below then takes.
+	err := l.db.BulkTx(context.Background(), func(store.Store) error { return nil })
+	if err == nil {
+		err = l.index(context.Background())
+	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	l.pmu.Lock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -309,5 +310,56 @@ func TestWriteAheadMarkFails(t *testing.T) {
 	}
 	if got, want := eventIDs(t, st), ids(2); !slices.Equal(got, want) {
 		t.Fatalf("indexed %v, want %v", got, want)
+	}
+}
+
+// Closing the store while a transaction that appends an event runs: the
+// transaction commits, its event written ahead, and Close indexes it.
+func TestCloseWaitsForBatchWrittenAhead(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "db")
+	st, err := Open(context.Background(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := st.file.events
+	ctx := context.Background()
+	in, release := make(chan struct{}), make(chan struct{})
+	txErr := make(chan error, 1)
+	go func() {
+		txErr <- st.Tx(ctx, func(tx store.Store) error {
+			close(in)
+			<-release
+			return tx.AppendEvents(ctx, testEvent(1))
+		})
+	}()
+	<-in
+	closed := make(chan error, 1)
+	go func() { closed <- st.Close() }()
+	for {
+		l.mu.Lock()
+		c := l.closed
+		l.mu.Unlock()
+		if c {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	if err := <-txErr; err != nil {
+		t.Fatalf("the transaction in flight at Close: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := fileSize(t, dbPath+"-events"); n != 0 {
+		t.Fatalf("log of %d bytes after Close, want it indexed and empty", n)
+	}
+	st2, err := Open(context.Background(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	if got, want := eventIDs(t, st2), ids(1); !slices.Equal(got, want) {
+		t.Fatalf("after reopening: %v, want %v", got, want)
 	}
 }
