@@ -40,15 +40,21 @@ func ids(is ...int) []string {
 	return out
 }
 
-// rawDB is a second connection to st's file, for what the store does not
-// offer: the commit mark of a batch written ahead by hand.
-func rawDB(t testing.TB, path string) *sql.DB {
+// openWithRaw opens a store and a second connection to its file, for what
+// the store does not offer: the commit mark of a batch written ahead by hand.
+func openWithRaw(t testing.TB) (*Store, *sql.DB) {
+	path := filepath.Join(t.TempDir(), "db")
+	st, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db
+	return st, db
 }
 
 func markCommitted(t testing.TB, db *sql.DB, batch int64) {
@@ -62,13 +68,7 @@ func markCommitted(t testing.TB, db *sql.DB, batch int64) {
 // batches that committed; it drops a batch whose commit failed (its abort
 // record) and one the crash cut off before its commit (past the mark).
 func TestWriteAheadReplay(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "db")
-	st, err := Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	raw := rawDB(t, dbPath)
+	st, raw := openWithRaw(t)
 	path := filepath.Join(t.TempDir(), "events.log")
 	l := abandonedLog(t, st, path)
 	ctx := context.Background()
@@ -284,18 +284,12 @@ func TestBackupGuardHoldsCompaction(t *testing.T) {
 // A batch whose mark cannot be recorded fails, and its events, written
 // ahead, are never indexed nor replayed.
 func TestWriteAheadMarkFails(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "db")
-	st, err := Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	raw := rawDB(t, dbPath)
+	st, raw := openWithRaw(t)
 	ctx := context.Background()
 	if _, err := raw.Exec(`DELETE FROM event_log_batch`); err != nil {
 		t.Fatal(err)
 	}
-	err = st.Tx(ctx, func(tx store.Store) error { return tx.AppendEvents(ctx, testEvent(1)) })
+	err := st.Tx(ctx, func(tx store.Store) error { return tx.AppendEvents(ctx, testEvent(1)) })
 	if err == nil {
 		t.Fatal("a batch without its mark committed")
 	}
