@@ -102,7 +102,7 @@ type eventLog struct {
 	size   int64    // bytes in the file
 	broken error    // the file holds bytes that no replay could pass: refuse to write more
 	batch  int64    // the number of the last batch written ahead
-	guard  *os.File // locked shared while records leave the file (backupGuard)
+	guard  *os.File // locked shared while records leave the file (openGuard)
 
 	// pmu guards the records written and not yet indexed.
 	pmu      sync.Mutex
@@ -658,6 +658,12 @@ func (l *eventLog) erase(ctx context.Context, fn func() (store.Erasure, error)) 
 // file by one that holds the pending records only (by rename, as compact
 // does, so a crash finds every pending record in the old file or the new).
 func (l *eventLog) rewrite(x store.Erasure) error {
+	// Not while a backup copies the log: it waits for the copy, before wmu,
+	// so that appends and the group commit's writes go on meanwhile.
+	if err := guardShared(l.guard, true); err != nil {
+		return fmt.Errorf("sqlite: event log: %w", err)
+	}
+	defer guardRelease(l.guard)
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.f == nil {
@@ -689,11 +695,6 @@ func (l *eventLog) rewrite(x store.Erasure) error {
 			return err
 		}
 	}
-	// Not while a backup copies the log: it waits for the copy.
-	if err := guardShared(l.guard, true); err != nil {
-		return fmt.Errorf("sqlite: event log: %w", err)
-	}
-	defer guardRelease(l.guard)
 	tmp := l.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_APPEND|os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {

@@ -124,7 +124,7 @@ func (db *DB) commitBatch(jobs []*txJob) {
 	}
 	if !ok {
 		_ = tx.Rollback()
-	} else if batch, err := db.writeAhead(ctx, tx, log, child.held); err != nil {
+	} else if batch, err := child.writeAhead(ctx, log); err != nil {
 		_ = tx.Rollback()
 		failAll(jobs, err)
 	} else if err := db.commitAhead(tx, log, batch); err != nil {
@@ -160,7 +160,7 @@ func (db *DB) commitAlone(tx *sql.Tx, child *DB, log EventsAhead, j *txJob) {
 		_ = tx.Rollback()
 		return
 	}
-	batch, err := db.writeAhead(context.Background(), tx, log, child.held)
+	batch, err := child.writeAhead(context.Background(), log)
 	if err != nil {
 		_ = tx.Rollback()
 		j.err = err

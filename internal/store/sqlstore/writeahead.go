@@ -87,17 +87,18 @@ func (db *DB) undoHeld(mark int) {
 	}
 }
 
-// writeAhead writes the held events of a batch to the log and records the
-// batch in tx. Without held events it does nothing (batch 0).
-func (db *DB) writeAhead(ctx context.Context, tx *sql.Tx, log EventsAhead, held *heldEvents) (int64, error) {
-	if held == nil || len(held.events) == 0 {
+// writeAhead writes the held events of db's batch to the log and records
+// the batch in its transaction. Without held events it does nothing
+// (batch 0).
+func (db *DB) writeAhead(ctx context.Context, log EventsAhead) (int64, error) {
+	if db.held == nil || len(db.held.events) == 0 {
 		return 0, nil
 	}
-	batch, err := log.WriteAhead(held.events)
+	batch, err := log.WriteAhead(db.held.events)
 	if err != nil {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, markBatch, batch)
+	res, err := db.exec(ctx, markBatch, batch)
 	if err == nil {
 		if n, _ := res.RowsAffected(); n != 1 {
 			err = errors.New("sqlstore: event_log_batch has no row to record a batch in")
@@ -105,7 +106,7 @@ func (db *DB) writeAhead(ctx context.Context, tx *sql.Tx, log EventsAhead, held 
 	}
 	if err != nil {
 		log.Abort(batch)
-		return 0, db.d.Translate(err)
+		return 0, err
 	}
 	return batch, nil
 }
@@ -118,9 +119,7 @@ func (db *DB) commitAhead(tx *sql.Tx, log EventsAhead, batch int64) error {
 		return err
 	}
 	// A COMMIT that failed has rolled back; the mark says so for certain.
-	var got int64
-	if qerr := db.write.QueryRowContext(context.Background(),
-		`SELECT batch FROM event_log_batch WHERE id = 1`).Scan(&got); qerr == nil && got == batch {
+	if got, qerr := db.CommittedBatch(context.Background()); qerr == nil && got == batch {
 		return nil
 	}
 	log.Abort(batch)
