@@ -3,13 +3,13 @@ package admin
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/lazyre"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -66,10 +66,10 @@ type PersonPatch struct {
 }
 
 var (
-	phoneRE   = regexp.MustCompile(`^\+?[0-9][0-9 ()./-]{2,30}$`)
-	localeRE  = regexp.MustCompile(`^[a-z]{2,3}([_-][A-Z]{2})?$`)
-	countryRE = regexp.MustCompile(`^[A-Za-z]{2}$`)
-	customRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
+	phoneRE   = lazyre.New(`^\+?[0-9][0-9 ()./-]{2,30}$`)
+	localeRE  = lazyre.New(`^[a-z]{2,3}([_-][A-Z]{2})?$`)
+	countryRE = lazyre.New(`^[A-Za-z]{2}$`)
+	customRE  = lazyre.New(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
 )
 
 const maxText = 255

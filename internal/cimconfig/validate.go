@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/lazyre"
 )
 
 // Bounds of the integer members.
@@ -23,8 +25,8 @@ const (
 )
 
 var (
-	localeRE        = regexp.MustCompile(`^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$`)
-	attributeTypeRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+	localeRE        = lazyre.New(`^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$`)
+	attributeTypeRE = lazyre.New(`^[A-Z][A-Z0-9_]{0,63}$`)
 )
 
 // problems collects every validation failure of a unit, each with the path

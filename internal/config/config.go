@@ -11,7 +11,6 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/latchkey/latchkey/internal/client"
+	"github.com/latchkey/latchkey/internal/lazyre"
 )
 
 // Config is the whole operator configuration. Every key is optional.
@@ -277,7 +277,7 @@ func decode(b []byte, c *Config) error {
 }
 
 // unknownFieldRE is yaml.v3's message for an unknown key.
-var unknownFieldRE = regexp.MustCompile(`field (\S+) not found in type \S+`)
+var unknownFieldRE = lazyre.New(`field (\S+) not found in type \S+`)
 
 // cleanYAMLError keeps yaml.v3's messages on one line, in the words of the
 // config ("line 2: unknown key foo").

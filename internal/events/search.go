@@ -3,12 +3,12 @@ package events
 import (
 	"errors"
 	"net/http"
-	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/lazyre"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -36,7 +36,7 @@ type Search struct {
 	Enabled func() bool // events_api_enabled; the person events API answers as disabled when false
 }
 
-var typeRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,99}$`)
+var typeRE = lazyre.New(`^[A-Z][A-Z0-9_]{0,99}$`)
 
 // OAuthRecord is the spec's OAuth event record.
 type OAuthRecord struct {

@@ -14,7 +14,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/lazyre"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -278,7 +278,7 @@ type Result struct {
 var upstreamErrors = []string{"access_denied", "temporarily_unavailable", "server_error", "login_required",
 	"interaction_required", "consent_required", "account_selection_required"}
 
-var errorCodeRE = regexp.MustCompile(`^[\x20-\x21\x23-\x5B\x5D-\x7E]{1,64}$`) // RFC 6749 error charset
+var errorCodeRE = lazyre.New(`^[\x20-\x21\x23-\x5B\x5D-\x7E]{1,64}$`) // RFC 6749 error charset
 
 // CompleteOIDC finishes the sign-in of a taken state with the callback's
 // query q: the code is exchanged (client authentication as configured,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/lazyre"
 	"github.com/latchkey/latchkey/internal/mail"
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/request"
@@ -86,7 +87,7 @@ func (e FieldErrors) Error() string { return "journey: the form has errors" }
 const maxName = 100
 
 var (
-	phonePattern = regexp.MustCompile(`^\+?[0-9][0-9 ()-]{5,19}$`)
+	phonePattern = lazyre.New(`^\+?[0-9][0-9 ()-]{5,19}$`)
 )
 
 func cleanText(s string) (string, bool) {

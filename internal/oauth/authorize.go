@@ -2,12 +2,12 @@ package oauth
 
 import (
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/client"
+	"github.com/latchkey/latchkey/internal/lazyre"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -109,11 +109,11 @@ const (
 
 var (
 	// RFC 7636 section 4.2: code_challenge is 43-128 unreserved characters.
-	pkceChallengeRE = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
+	pkceChallengeRE = lazyre.New(`^[A-Za-z0-9._~-]{43,128}$`)
 	// languageCode, languageCode_countryCode, languageCode_countryCode_variant.
-	languageRE = regexp.MustCompile(`^[a-z]{2,3}(_[A-Z]{2}(_[A-Za-z0-9]{1,8})?)?$`)
+	languageRE = lazyre.New(`^[a-z]{2,3}(_[A-Z]{2}(_[A-Za-z0-9]{1,8})?)?$`)
 	// extension parameter keys: hook_context_custom_param.<key>
-	customKeyRE = regexp.MustCompile(`^[A-Za-z0-9._~-]{1,64}$`)
+	customKeyRE = lazyre.New(`^[A-Za-z0-9._~-]{1,64}$`)
 )
 
 // responseTypes maps each response_type the authorization endpoint answers

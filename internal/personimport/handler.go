@@ -7,11 +7,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/lazyre"
 	"github.com/latchkey/latchkey/internal/request"
 )
 
@@ -90,7 +90,7 @@ func (h *Handler) Import(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-var partitionRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+var partitionRE = lazyre.New(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 func (h *Handler) partition(r *http.Request) (string, error) {
 	v := r.Header.Values(HeaderPartition)
@@ -109,7 +109,7 @@ func (h *Handler) partition(r *http.Request) (string, error) {
 	return v[0], nil
 }
 
-var flowKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
+var flowKeyRE = lazyre.New(`^[A-Za-z0-9_.\-]{1,64}$`)
 
 // maxFlowParams bounds the flow context parameters of one request.
 const maxFlowParams = 32

@@ -3,7 +3,6 @@ package personimport
 import (
 	"encoding/base64"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/lazyre"
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/totp"
@@ -26,9 +26,9 @@ const (
 )
 
 var (
-	localeRE  = regexp.MustCompile(`^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8}){0,3}$`)
-	phoneRE   = regexp.MustCompile(`^\+?[0-9 ()\-.]{3,32}$`)
-	countryRE = regexp.MustCompile(`^[A-Za-z]{2}$`)
+	localeRE  = lazyre.New(`^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8}){0,3}$`)
+	phoneRE   = lazyre.New(`^\+?[0-9 ()\-.]{3,32}$`)
+	countryRE = lazyre.New(`^[A-Za-z]{2}$`)
 )
 
 // candidate is a person that passed validation, ready to be written.

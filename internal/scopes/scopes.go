@@ -7,12 +7,12 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
 	"sort"
 
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/lazyre"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -32,8 +32,8 @@ type API struct {
 }
 
 var (
-	idRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,20}$`)
-	localeRE = regexp.MustCompile(`^[a-z]{2,3}([_-][A-Z]{2}([_-][A-Za-z0-9]{1,8})?)?$`)
+	idRE     = lazyre.New(`^[A-Za-z0-9_-]{1,20}$`)
+	localeRE = lazyre.New(`^[a-z]{2,3}([_-][A-Z]{2}([_-][A-Za-z0-9]{1,8})?)?$`)
 )
 
 // maxInt keeps integers inside int32, the width clients of the original API expect.
