@@ -4,13 +4,11 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"runtime"
-	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -66,7 +64,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`}
 	d.Pipe = openPipe(db)
 	s := &Store{DB: sqlstore.New(d, db, nil)}
-	if err := warm(ctx, db, spareConns); err != nil {
+	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -85,42 +83,6 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	s.UseTokenCache(tc)
 	return s, nil
-}
-
-// spareConns is how many connections Open opens, all at once.
-const spareConns = 2
-
-// warm opens n connections of db at once and leaves them idle in its
-// pool. PostgreSQL starts a backend process for each connection (25–30 ms
-// on a small machine), and the server's first moments need two: the
-// maintenance sweep that starts with it holds one, and the first request —
-// often a balancer's readiness check — would otherwise wait for a second
-// backend to start.
-func warm(ctx context.Context, db *sql.DB, n int) error {
-	conns := make([]*sql.Conn, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			c, err := db.Conn(ctx)
-			if err == nil {
-				err = c.PingContext(ctx)
-			}
-			conns[i], errs[i] = c, err
-		})
-	}
-	wg.Wait()
-	for _, c := range conns {
-		if c != nil {
-			_ = c.Close() // back to the pool
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // translate maps unique violations (SQLSTATE 23505) to store.ErrConflict.

@@ -105,21 +105,6 @@ func TestUpToDateStartTakesNoMigrationLock(t *testing.T) {
 	}
 }
 
-// Open leaves spare connections in the pool, opened at once: a request
-// that comes while the start's maintenance sweep holds one need not wait
-// for PostgreSQL to start a backend.
-func TestOpenLeavesSpareConnections(t *testing.T) {
-	s, err := Open(context.Background(), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	w, _, _ := s.PoolStats()
-	if w.OpenConnections != spareConns || w.Idle != spareConns {
-		t.Errorf("after Open: %d connections, %d idle; want %d and %d", w.OpenConnections, w.Idle, spareConns, spareConns)
-	}
-}
-
 func TestDialectsHaveTheSameMigrations(t *testing.T) {
 	pg, err := Migrations()
 	if err != nil {
