@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 )
 
@@ -11,20 +12,32 @@ const retentionBatch = 1000
 
 // Maintain sweeps expired records and, with events.retention set, old events
 // every interval until ctx ends. Several instances may sweep at once: the
-// deletes are idempotent.
+// deletes are idempotent. The first sweep comes after a random wait of
+// half to one interval (firstSweep).
 func (s *Server) Maintain(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	wait := firstSweep(interval)
 	for {
-		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("maintenance sweep failed", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
+		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("maintenance sweep failed", "err", err)
+		}
+		wait = interval
 	}
+}
+
+// firstSweep is how long a start waits before its first sweep: a server
+// that has just started serves before it sweeps (on PostgreSQL the sweep's
+// deletes held the only connection and the database's CPU while the first
+// requests, a balancer's readiness check among them, waited), and
+// instances restarted together do not sweep together. Nothing waits on a
+// sweep: between sweeps, as after any downtime, expired records stay in
+// the store and are refused when read.
+func firstSweep(interval time.Duration) time.Duration {
+	return interval/2 + rand.N(interval/2+1)
 }
 
 // Sweep runs one maintenance pass and reports how many records it removed.
