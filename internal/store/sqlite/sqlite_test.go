@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +151,42 @@ func TestCheckpointerCopiesTheWAL(t *testing.T) {
 	for deadline := time.Now().Add(10 * checkpointInterval); size() < before+1<<20; time.Sleep(checkpointInterval / 4) {
 		if time.Now().After(deadline) {
 			t.Fatalf("database file still %d bytes (was %d): the WAL was not checkpointed", size(), before)
+		}
+	}
+}
+
+// A token with a usage limit is read from memory too: introspecting it
+// costs its use's statement, not a read besides (storetest checks that its
+// uses and revocation still hold).
+func TestLimitedTokenReadsFromMemory(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "latchkey.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	now := time.Now()
+	g := store.Grant{ID: "g", ClientID: "c", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	tk := store.Token{Hash: []byte("h"), Kind: store.KindAccess, GrantID: "g", ClientID: "c", IssuedAt: now,
+		ExpiresAt: now.Add(time.Hour), UsageLimit: 10}
+	if err := s.CreateGrant(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateToken(ctx, tk); err != nil {
+		t.Fatal(err)
+	}
+	var statements atomic.Int64
+	s.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
+	for i := 1; i <= 3; i++ {
+		before := statements.Load()
+		if _, _, err := s.GetTokenGrant(ctx, tk.Hash); err != nil {
+			t.Fatal(err)
+		}
+		if n := statements.Load() - before; i > 1 && n != 0 {
+			t.Errorf("read %d of a limited token after a use: %d statements, want 0", i, n)
+		}
+		if got, err := s.CountTokenUse(ctx, tk.Hash); err != nil || got.UsageCount != i {
+			t.Fatalf("use %d: count %d, %v", i, got.UsageCount, err)
 		}
 	}
 }

@@ -61,10 +61,13 @@ func (c *TokenCache) get(hash []byte) (cachedToken, bool, uint64) {
 	return e, ok, seq
 }
 
-// put caches what was read when no invalidation has run since seq. Tokens
-// with a usage limit are never cached: each use is a write anyway.
+// put caches what was read when no invalidation has run since seq. A
+// token with a usage limit is cached too, and its uses (CountTokenUse)
+// leave its entry: the entry's UsageCount may lag the stored count, which
+// no decision reads — CountTokenUse counts and answers each use in the
+// database.
 func (c *TokenCache) put(seq uint64, gen int64, t store.Token, g store.Grant) {
-	if t.UsageLimit > 0 || c.Generation != nil && t.Kind != store.KindAccess {
+	if c.Generation != nil && t.Kind != store.KindAccess {
 		return
 	}
 	c.mu.Lock()

@@ -193,8 +193,15 @@ func (db *DB) UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (
 // condition fails it returns the token as it is with ErrConflict (or
 // ErrNotFound when there is no such token).
 func (db *DB) updateToken(ctx context.Context, hash []byte, q string, args ...any) (store.Token, error) {
-	t, err := scanToken(db.queryRowWrite(ctx, q, args...))
+	t, err := db.updateTokenRow(ctx, hash, q, args...)
 	db.invalidate(invalidation{token: hash})
+	return t, err
+}
+
+// updateTokenRow is updateToken without the cache invalidation: for a
+// change no cached answer is read for (a use's count).
+func (db *DB) updateTokenRow(ctx context.Context, hash []byte, q string, args ...any) (store.Token, error) {
+	t, err := scanToken(db.queryRowWrite(ctx, q, args...))
 	if err == nil {
 		return t, nil
 	}
@@ -213,7 +220,8 @@ func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, erro
 	if db.d.CoalesceUses && !db.inTx {
 		return db.coalescedUse(ctx, hash)
 	}
-	return db.updateToken(ctx, hash, `UPDATE tokens SET usage_count = usage_count + 1
+	// The token's cache entry stays (TokenCache.put): nothing reads its count.
+	return db.updateTokenRow(ctx, hash, `UPDATE tokens SET usage_count = usage_count + 1
 		WHERE hash = ? AND usage_limit > 0 AND usage_count < usage_limit RETURNING `+tokenColumns, hash)
 }
 

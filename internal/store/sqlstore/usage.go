@@ -87,8 +87,7 @@ func (db *DB) runUses(key string, hash []byte, b *useBatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	b.t, b.old, b.err = db.countUses(ctx, hash, b.n)
 	cancel()
-	db.invalidate(invalidation{token: hash})
-	close(b.done)
+	close(b.done) // the token's cache entry stays, as in CountTokenUse
 	c := &db.shared.uses
 	c.mu.Lock()
 	slot := c.slots[key]

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,10 @@ func testTokenGrantReadsSeeWrites(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
+	limited := tok("l1", store.KindAccess, "g2")
+	limited.UsageLimit = 3
 	for _, tk := range []store.Token{tok("a1", store.KindAccess, "g1"), tok("a2", store.KindAccess, "g1"),
-		tok("r1", store.KindRefresh, "g1"), tok("a3", store.KindAccess, "g2"), tok("a4", store.KindAccess, "g3")} {
+		tok("r1", store.KindRefresh, "g1"), tok("a3", store.KindAccess, "g2"), tok("a4", store.KindAccess, "g3"), limited} {
 		if err := s.CreateToken(ctx(), tk); err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +36,7 @@ func testTokenGrantReadsSeeWrites(t *testing.T, s store.Store) {
 		}
 		return tk, g
 	}
-	for _, h := range []string{"a1", "a2", "r1", "a3", "a4"} { // read each twice: the second may come from memory
+	for _, h := range []string{"a1", "a2", "r1", "a3", "a4", "l1"} { // read each twice: the second may come from memory
 		read(h)
 		read(h)
 	}
@@ -61,6 +64,25 @@ func testTokenGrantReadsSeeWrites(t *testing.T, s store.Store) {
 	}
 	if _, g := read("a3"); string(g.Data) != `{"user_details":{"email":"new"}}` {
 		t.Errorf("grant data after SetGrantData: %s", g.Data)
+	}
+
+	// A token with a usage limit: its uses are counted in the store whatever
+	// a read answered before, and its revocation shows at once.
+	for want := 1; want <= 3; want++ {
+		read("l1")
+		if got, err := s.CountTokenUse(ctx(), []byte("l1")); err != nil || got.UsageCount != want {
+			t.Fatalf("use %d of the limited token: count %d, %v", want, got.UsageCount, err)
+		}
+	}
+	read("l1")
+	if got, err := s.CountTokenUse(ctx(), []byte("l1")); !errors.Is(err, store.ErrConflict) || got.UsageCount != 3 {
+		t.Errorf("a use past the limit after a read: count %d, %v; want 3 and ErrConflict", got.UsageCount, err)
+	}
+	if err := s.RevokeToken(ctx(), []byte("l1"), now); err != nil {
+		t.Fatal(err)
+	}
+	if tk, _ := read("l1"); tk.RevokedAt.IsZero() {
+		t.Error("a revoked limited token still reads as not revoked")
 	}
 
 	// A revocation inside a transaction shows once the transaction commits,
