@@ -25,7 +25,8 @@ const maxCachedPerGrant = 32
 // Every write that changes a token or grant row invalidates its entries once
 // its transaction has ended; an answer read while a write was in flight is
 // not cached (seq), so a revocation is seen by every introspection that
-// starts after the revoking request was answered.
+// starts after the revoking request was answered. A use of a token with a
+// usage limit is the exception: it leaves the entry (see put).
 type TokenCache struct {
 	// Generation, when set, reads the token generation (PostgreSQL): a
 	// value read after the call that every other instance's revocation
