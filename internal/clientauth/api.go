@@ -13,8 +13,12 @@ import (
 	"github.com/latchkey/latchkey/internal/token"
 )
 
-// TokenSource finds access tokens, and their grants, by key.
-type TokenSource = token.TokenGrants
+// TokenSource finds access tokens, and their grants, by key, and counts
+// the uses of those with a usage limit.
+type TokenSource interface {
+	token.TokenGrants
+	token.TokenUses
+}
 
 // Errors of APICaller.
 var (
@@ -108,6 +112,11 @@ func (a *Authenticator) apiToken(ctx context.Context, value, scope string, token
 	}
 	if !slices.Contains(t.Scopes, scope) {
 		return store.Client{}, ErrForbidden
+	}
+	if _, err := token.Spend(ctx, tokens, found); errors.Is(err, token.ErrExhausted) {
+		return store.Client{}, ErrUnauthenticated
+	} else if err != nil {
+		return store.Client{}, err
 	}
 	return c, nil
 }

@@ -280,6 +280,11 @@ func (s *Service) approve(w http.ResponseWriter, r *http.Request) error {
 	if !slices.Contains(t.Scopes, DeviceApproveScope) || t.Subject == "" {
 		return oauthError(http.StatusForbidden, ErrAccessDenied, "The access token does not carry "+DeviceApproveScope+" for a person.")
 	}
+	if _, err := token.Spend(ctx, s.Store, found); errors.Is(err, token.ErrExhausted) {
+		return bearerInvalid()
+	} else if err != nil {
+		return err
+	}
 	d, err := s.GuessUserCode(ctx, f, userCode) // the verification page's guessing throttle
 	if err == nil {
 		if err := s.mayApproveFor(ctx, t.ClientID, d.ClientID); err != nil {

@@ -86,7 +86,7 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 		kind = token.RefreshToken
 	}
 	found, err := token.Active(ctx, s.tokens(), s.Store, kind, value, f.Time)
-	t, g, hash := found.Token, found.Grant, found.Key
+	t, g := found.Token, found.Grant
 	switch {
 	case errors.Is(err, token.ErrInactive):
 		return fail(events.IntrospectionFailed) // a revoked grant's tokens spend no uses
@@ -98,15 +98,12 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 		// counted, so a foreign caller cannot spend a token's usage limit.
 		return fail(events.IntrospectionFailed)
 	}
-	if t.UsageLimit > 0 && t.Kind == store.KindAccess {
-		// One atomic conditional increment: exactly usage_limit answers are active.
-		t, err = s.Store.CountTokenUse(ctx, hash)
-		if errors.Is(err, store.ErrConflict) {
-			return fail(events.IntrospectionExhausted)
-		}
-		if err != nil {
-			return nil, err
-		}
+	t, err = token.Spend(ctx, s.Store, found)
+	if errors.Is(err, token.ErrExhausted) {
+		return fail(events.IntrospectionExhausted)
+	}
+	if err != nil {
+		return nil, err
 	}
 	client, err := s.client(ctx, t.ClientID)
 	if errors.Is(err, store.ErrNotFound) {

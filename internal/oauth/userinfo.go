@@ -82,6 +82,11 @@ func (s *Service) UserInfo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if _, err := token.Spend(ctx, s.Store, found); errors.Is(err, token.ErrExhausted) {
+		return bearerInvalid()
+	} else if err != nil {
+		return err
+	}
 	var data grantData
 	if err := decodeGrantData(g.Data, &data); err != nil {
 		return err

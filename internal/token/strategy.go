@@ -3,6 +3,7 @@ package token
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -52,6 +53,10 @@ type TokenGrants interface {
 // rotated refresh token), or of another kind than asked for.
 var ErrInactive = errors.New("token: not active")
 
+// ErrExhausted: an access token whose usage limit is spent (Spend). It is
+// ErrInactive too, for the callers that do not tell the two apart.
+var ErrExhausted = fmt.Errorf("%w: its usage limit is spent", ErrInactive)
+
 // Found is an active token: its storage key, its record and its grant.
 type Found struct {
 	Key   []byte
@@ -60,9 +65,10 @@ type Found struct {
 }
 
 // Active is the one answer to "is this token active, and for what"
-// (introspection, in-app device approval, the APIs' bearer credentials):
-// ErrInactive, a store error, or the token found. A usage limit is not
-// spent here: introspection counts a use when it answers active.
+// (introspection, userinfo, in-app device approval, the APIs' bearer
+// credentials): ErrInactive, a store error, or the token found. A usage
+// limit is not spent here but by Spend, once the caller has accepted the
+// token for what it asks.
 func Active(ctx context.Context, s Strategy, src TokenGrants, k Kind, value string, now time.Time) (Found, error) {
 	key := s.Key(k, value)
 	t, g, err := src.GetTokenGrant(ctx, key)
@@ -75,6 +81,33 @@ func Active(ctx context.Context, s Strategy, src TokenGrants, k Kind, value stri
 		return Found{}, ErrInactive
 	}
 	return Found{Key: key, Token: t, Grant: g}, nil
+}
+
+// TokenUses counts the uses of tokens with a usage limit (store.Tokens).
+type TokenUses interface {
+	CountTokenUse(ctx context.Context, key []byte) (store.Token, error)
+}
+
+// Spend counts one use of an active access token with a usage limit and
+// returns the token as counted, or ErrExhausted past the limit (one
+// conditional increment in the store: exactly usage_limit uses succeed,
+// however many race). Every place that accepts an access token calls it
+// once the token itself passes (active, the caller's, carrying the scope
+// or person the endpoint needs): introspection answering active,
+// userinfo, in-app approval and the APIs' bearer credentials share one
+// count. A token refused for itself spends nothing; what the request then
+// fails on (a wrong user code, say) does not give the use back, as a
+// resource server that introspects counts the use before acting. A token
+// without a limit passes unchanged.
+func Spend(ctx context.Context, uses TokenUses, f Found) (store.Token, error) {
+	if f.Token.UsageLimit <= 0 || f.Token.Kind != store.KindAccess {
+		return f.Token, nil
+	}
+	t, err := uses.CountTokenUse(ctx, f.Key)
+	if errors.Is(err, store.ErrConflict) {
+		return store.Token{}, ErrExhausted
+	}
+	return t, err
 }
 
 // storeKind is the store's kind of the tokens of kind k.
