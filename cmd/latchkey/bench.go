@@ -40,6 +40,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	startups := fs.Int("startups", 5, "after the scenarios, restart the server this many times on its database and report the time to ready")
 	profileDir := fs.String("profile", "", "write the server's CPU and allocation profiles of each scenario into this `folder`")
 	preload := fs.Int("preload", 0, "before the server starts, bulk-load this many grants, access tokens and events (each) into its database")
+	keyFile := fs.String("secret-key-file", "", "the server key `file` (made if missing; default: a new one per run); name the same file to run again on a --database an earlier run served")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -62,8 +63,8 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	if (*profileDir != "" || *preload > 0) && *target != "" {
-		return usageError{errors.New("bench: --profile and --preload need the server bench starts (no --target)")}
+	if (*profileDir != "" || *preload > 0 || *keyFile != "") && *target != "" {
+		return usageError{errors.New("bench: --profile, --preload and --secret-key-file need the server bench starts (no --target)")}
 	}
 	base, serverPID, debugBase := *target, 0, ""
 	var analyze *sql.DB // PostgreSQL without autovacuum: ANALYZE before each scenario
@@ -85,8 +86,12 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		key := *keyFile
+		if key == "" {
+			key = filepath.Join(tmp, "secret.key")
+		}
 		env := []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_DATABASE=" + db,
-			"LATCHKEY_SECRET_KEY_FILE=" + filepath.Join(tmp, "secret.key"), "LATCHKEY_LOG_LEVEL=error",
+			"LATCHKEY_SECRET_KEY_FILE=" + key, "LATCHKEY_LOG_LEVEL=error",
 			"LATCHKEY_SHUTDOWN_DRAIN_DELAY=0s"} // no balancer in front of the bench
 		if *profileDir != "" {
 			if err := os.MkdirAll(*profileDir, 0o755); err != nil {

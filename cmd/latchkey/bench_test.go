@@ -55,3 +55,27 @@ func TestBenchProfile(t *testing.T) {
 		t.Errorf("--profile with --target (a server bench cannot profile) was accepted:\n%s", out)
 	}
 }
+
+// --secret-key-file lets a second run serve the database a first run
+// wrote (a grown database is loaded once and measured many times); without
+// it each run makes a new server key, which that database refuses.
+func TestBenchSecretKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	db, key := "sqlite:"+filepath.Join(dir, "latchkey.db"), filepath.Join(dir, "secret.key")
+	run := func(extra ...string) ([]byte, error) {
+		args := append([]string{"bench", "--scenarios", "introspect", "--duration", "200ms", "--connections", "2",
+			"--startups", "0", "--database", db}, extra...)
+		return command(t, nil, args...).CombinedOutput()
+	}
+	for i := range 2 {
+		if out, err := run("--secret-key-file", key); err != nil {
+			t.Fatalf("run %d with the same key file: %v\n%s", i+1, err, out)
+		}
+	}
+	if out, err := run(); err == nil {
+		t.Errorf("a run with a new server key served the database another key wrote:\n%s", out)
+	}
+	if out, err := command(t, nil, "bench", "--secret-key-file", key, "--target", "http://127.0.0.1:1").CombinedOutput(); err == nil {
+		t.Errorf("--secret-key-file with --target was accepted:\n%s", out)
+	}
+}
