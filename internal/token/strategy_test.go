@@ -109,3 +109,58 @@ func TestActivePassesStoreTrouble(t *testing.T) {
 		t.Errorf("Active with a failing store: %v, want the store's error, not inactive", err)
 	}
 }
+
+// uses is a TokenUses that counts its calls and answers with err.
+type uses struct {
+	calls int
+	limit int
+	err   error
+}
+
+func (u *uses) CountTokenUse(_ context.Context, key []byte) (store.Token, error) {
+	u.calls++
+	if u.err != nil {
+		return store.Token{}, u.err
+	}
+	if u.calls > u.limit {
+		return store.Token{UsageLimit: u.limit, UsageCount: u.limit}, store.ErrConflict
+	}
+	return store.Token{Hash: key, Kind: store.KindAccess, UsageLimit: u.limit, UsageCount: u.calls}, nil
+}
+
+func TestSpend(t *testing.T) {
+	ctx := context.Background()
+	limited := Found{Key: []byte("k"), Token: store.Token{Kind: store.KindAccess, UsageLimit: 2}}
+	t.Run("counts each use up to the limit, then refuses", func(t *testing.T) {
+		u := &uses{limit: 2}
+		for i := 1; i <= 2; i++ {
+			got, err := Spend(ctx, u, limited)
+			if err != nil || got.UsageCount != i {
+				t.Fatalf("use %d: %+v, %v", i, got, err)
+			}
+		}
+		if _, err := Spend(ctx, u, limited); !errors.Is(err, ErrExhausted) || !errors.Is(err, ErrInactive) {
+			t.Errorf("past the limit: %v, want ErrExhausted (and ErrInactive)", err)
+		}
+	})
+	t.Run("no limit, or a refresh token: nothing counted", func(t *testing.T) {
+		u := &uses{limit: 0}
+		for _, f := range []Found{
+			{Key: []byte("k"), Token: store.Token{Kind: store.KindAccess}},
+			{Key: []byte("k"), Token: store.Token{Kind: store.KindRefresh, UsageLimit: 2}},
+		} {
+			if got, err := Spend(ctx, u, f); err != nil || got.Kind != f.Token.Kind {
+				t.Errorf("%+v: %+v, %v", f.Token, got, err)
+			}
+		}
+		if u.calls != 0 {
+			t.Errorf("%d uses counted, want none", u.calls)
+		}
+	})
+	t.Run("a store error is not taken for exhaustion", func(t *testing.T) {
+		boom := errors.New("boom")
+		if _, err := Spend(ctx, &uses{err: boom}, limited); !errors.Is(err, boom) || errors.Is(err, ErrInactive) {
+			t.Errorf("got %v, want the store's error", err)
+		}
+	})
+}
