@@ -109,6 +109,12 @@ func tabThrough(t *testing.T, ctx context.Context, page string) {
 		}
 		return f
 	}
+	// Chromium applies autofocus at a rendering update after the load, not
+	// by the time navigation returns: start once it has, or a late
+	// autofocus moves the start under the first Tab.
+	run(t, ctx, "autofocus on "+page, chromedp.Poll[bool](
+		`(() => { const a = document.querySelector('[autofocus]'); return !a || document.activeElement === a; })()`,
+		chromedp.WithPollingTimeout(stepTimeout)))
 	f := where()
 	for f.Index < f.Count-1 {
 		prev := f.Index
