@@ -80,7 +80,7 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 					return err
 				}
 			}
-			if err := tx.RevokeToken(ctx, hash, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := tx.RevokeToken(ctx, hash, now); err != nil {
 				return err
 			}
 			return s.Events.RecordOAuth(ctx, tx, f, events.OAuth{Type: typ, ClientID: client.ID, AppName: client.Name,

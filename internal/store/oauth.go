@@ -198,7 +198,9 @@ type Tokens interface {
 	// token is unknown. The answer may be shared with other callers (a
 	// store may cache it): its slices must not be modified.
 	GetTokenGrant(ctx context.Context, hash []byte) (Token, Grant, error)
-	// RevokeToken marks one token revoked at now (idempotent); ErrNotFound when unknown.
+	// RevokeToken marks one token revoked at now, if there is such a token
+	// (idempotent; nothing for an unknown one). Its caller reads the token
+	// first: reporting none would cost PostgreSQL's transaction a round trip.
 	RevokeToken(ctx context.Context, hash []byte, now time.Time) error
 	// UseRefreshToken marks an unused refresh token used at now and returns it.
 	// It returns the token with ErrConflict when it was used before — so that

@@ -87,7 +87,8 @@ func (tc *turnCounter) relay(c, s net.Conn) {
 // under a share lock, then a grant, a token and an event written — waits
 // for two round trips: BEGIN goes with its first statement, and the held
 // inserts with COMMIT (database/sql alone would take five: BEGIN, the read,
-// the inserts, COMMIT).
+// the inserts, COMMIT). An access token's revocation — the token's UPDATE
+// and its event — is one statement that commits itself: one round trip.
 func TestTransactionRoundTrips(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	u, err := url.Parse(dsn)
@@ -98,26 +99,46 @@ func TestTransactionRoundTrips(t *testing.T) {
 	u.Host = proxy.ln.Addr().String()
 	s := openWithPerson(t, u.String())
 	ctx := context.Background()
-	issue := func(i int) error { return issueTx(ctx, s, fmt.Sprintf("g%d", i)) }
 	// The first run prepares the statements on the connection (a round
 	// trip of its own); a pooled connection idle for a second is pinged.
 	// The least of three runs is the transaction's own count.
-	if err := issue(0); err != nil {
-		t.Fatal(err)
-	}
-	least := int64(1 << 30)
-	for i := 1; i <= 3; i++ {
-		before := proxy.turns.Load()
-		if err := issue(i); err != nil {
+	least := func(run func(i int) error) int64 {
+		if err := run(0); err != nil {
 			t.Fatal(err)
 		}
-		least = min(least, proxy.turns.Load()-before)
+		least := int64(1 << 30)
+		for i := 1; i <= 3; i++ {
+			before := proxy.turns.Load()
+			if err := run(i); err != nil {
+				t.Fatal(err)
+			}
+			least = min(least, proxy.turns.Load()-before)
+		}
+		return least
 	}
-	if least != 2 {
-		t.Errorf("an issuance's transaction took %d round trips, want 2", least)
+	if n := least(func(i int) error { return issueTx(ctx, s, fmt.Sprintf("g%d", i)) }); n != 2 {
+		t.Errorf("an issuance's transaction took %d round trips, want 2", n)
 	}
 	if _, err := s.GetToken(ctx, []byte("g3")); err != nil {
 		t.Errorf("the last issuance's token: %v", err)
+	}
+	now := time.Now().UTC()
+	revoke := func(i int) error {
+		return s.Tx(ctx, func(tx store.Store) error {
+			if err := tx.RevokeToken(ctx, []byte(fmt.Sprintf("g%d", i)), now); err != nil {
+				return err
+			}
+			return tx.EventSink().AppendEvents(ctx, store.Event{ID: fmt.Sprintf("r-g%d", i), Kind: store.EventOAuth,
+				Type: "T", ClientID: "c1", Occurred: now})
+		})
+	}
+	if n := least(revoke); n != 1 {
+		t.Errorf("a revocation's transaction took %d round trips, want 1", n)
+	}
+	for i := range 4 {
+		if tok, err := s.GetToken(ctx, []byte(fmt.Sprintf("g%d", i))); err != nil || !tok.RevokedAt.Equal(now.Truncate(time.Microsecond)) {
+			t.Errorf("token g%d after its revocation: revoked at %v, %v", i, tok.RevokedAt, err)
+		}
 	}
 }
 

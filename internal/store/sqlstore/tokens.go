@@ -175,8 +175,16 @@ func (db *DB) readTokenGrant(ctx context.Context, hash []byte) (store.Token, sto
 
 // RevokeToken revokes one token.
 func (db *DB) RevokeToken(ctx context.Context, hash []byte, now time.Time) error {
-	err := db.execOne(ctx, `UPDATE tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
-		WHERE hash = ?`, micros(now), hash)
+	const q = `UPDATE tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END WHERE hash = ?`
+	var err error
+	if db.lazy != nil && len(db.lazy.pending) == 0 {
+		// Held, so that a revocation and its event are one statement. Only
+		// when nothing is held before it: the parts of one WITH share a
+		// snapshot, and it would miss a token inserted by a held insert.
+		err = db.writeOrHold(ctx, q, micros(now), hash)
+	} else {
+		_, err = db.exec(ctx, q, micros(now), hash)
+	}
 	db.invalidate(invalidation{token: hash})
 	return err
 }

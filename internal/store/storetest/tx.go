@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -264,5 +265,33 @@ func testTxInsertsOnly(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetToken(ctx(), []byte("t6-undone")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the undone savepoint's token was written: %v", err)
+	}
+	// Revocations among a transaction's writes (PostgreSQL may hold one
+	// and send it with what follows): a token revoked, then another
+	// inserted and revoked, then the first revoked again, then an event.
+	t7 := t0.Add(time.Minute)
+	err = s.Tx(ctx(), func(tx store.Store) error {
+		for _, step := range []func() error{
+			func() error { return tx.RevokeToken(ctx(), []byte("t1"), t7) },
+			func() error { return tx.CreateToken(ctx(), tok("t7", store.KindAccess, "g6")) },
+			func() error { return tx.RevokeToken(ctx(), []byte("t7"), t7) },
+			func() error { return tx.RevokeToken(ctx(), []byte("t1"), t7.Add(time.Minute)) },
+			func() error {
+				return tx.AppendEvents(ctx(), store.Event{ID: "e-held-7", Kind: store.EventOAuth, Type: "T", Name: "t", Occurred: t7})
+			},
+		} {
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"t1", "t7"} {
+		if got, err := s.GetToken(ctx(), []byte(h)); err != nil || !got.RevokedAt.Equal(t7) {
+			t.Errorf("token %s revoked in a transaction: revoked at %v, %v; want %v", h, got.RevokedAt, err, t7)
+		}
 	}
 }
