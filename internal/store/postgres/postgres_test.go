@@ -430,6 +430,17 @@ func TestTokenCacheFollowsOtherInstances(t *testing.T) {
 	}{
 		"b revokes the token": {func(tk store.Token, _ store.Grant) error { return b.RevokeToken(ctx, tk.Hash, now) },
 			func(tk store.Token, _ store.Grant, err error) bool { return err == nil && !tk.RevokedAt.IsZero() }},
+		// As the revocation endpoint does: the UPDATE and the event are one
+		// WITH statement, whose UPDATE must still fire the trigger.
+		"b revokes the token with its event": {func(tk store.Token, _ store.Grant) error {
+			return b.Tx(ctx, func(tx store.Store) error {
+				if err := tx.RevokeToken(ctx, tk.Hash, now); err != nil {
+					return err
+				}
+				return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + string(tk.Hash), Kind: store.EventOAuth,
+					Type: "T", ClientID: "c1", Occurred: now})
+			})
+		}, func(tk store.Token, _ store.Grant, err error) bool { return err == nil && !tk.RevokedAt.IsZero() }},
 		"b revokes the grant": {func(_ store.Token, g store.Grant) error { return b.RevokeGrant(ctx, g.ID, now) },
 			func(tk store.Token, g store.Grant, err error) bool { return err == nil && !g.RevokedAt.IsZero() }},
 		"b blocks the person": {func(_ store.Token, g store.Grant) error { _, err := b.RevokePerson(ctx, g.Subject, now); return err },
