@@ -43,19 +43,27 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 		// The person's row is locked before the token's (UseRefreshToken):
 		// a block locks the person and then revokes the tokens, so taking
 		// them in the other order could deadlock with it. The token and
-		// its grant are read first, in one plain read (no lock, before
-		// PostgreSQL's BEGIN): the grant is not locked after the person
-		// either, and a token is only ever active while its grant is not
-		// revoked (store.Token.Active), so a revocation that commits
-		// meanwhile still stops what this refresh issues.
-		t, g, err := tx.GetTokenGrant(ctx, hash)
+		// its grant are read with the person's share lock, in one
+		// statement, and not locked themselves: the grant is not locked
+		// after the person either, and a token is only ever active while
+		// its grant is not revoked (store.Token.Active), so a revocation
+		// that commits meanwhile still stops what this refresh issues.
+		t, g, p, err := tx.GetTokenGrantSharePerson(ctx, hash)
+		shared := err == nil
+		if errors.Is(err, store.ErrNotFound) {
+			// No token, or no person (one gone, or a client's own
+			// grant): the token alone, and its person read after it.
+			t, g, err = tx.GetTokenGrant(ctx, hash)
+		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		var person *store.Person
 		if err == nil && t.Kind == store.KindRefresh && t.ClientID == client.ID && t.Subject != "" {
-			p, err := lockPerson(ctx, tx, t.Subject)
-			if errors.Is(err, errPersonInactive) {
+			if !shared {
+				p, err = tx.SharePerson(ctx, t.Subject)
+			}
+			if p, err = mayIssueFor(p, err); errors.Is(err, errPersonInactive) {
 				return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 			} else if err != nil {
 				return err

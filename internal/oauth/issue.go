@@ -59,7 +59,12 @@ func lockPerson(ctx context.Context, tx store.Store, subject string) (store.Pers
 	if subject == "" {
 		return store.Person{}, nil // client credentials: no person
 	}
-	p, err := tx.SharePerson(ctx, subject)
+	return mayIssueFor(tx.SharePerson(ctx, subject))
+}
+
+// mayIssueFor is errPersonInactive for a person read under a lock who is
+// gone or may no longer sign in.
+func mayIssueFor(p store.Person, err error) (store.Person, error) {
 	if errors.Is(err, store.ErrNotFound) || err == nil && !identity.MaySignIn(p.Status) {
 		return p, errPersonInactive
 	}

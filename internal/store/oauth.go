@@ -198,6 +198,12 @@ type Tokens interface {
 	// token is unknown. The answer may be shared with other callers (a
 	// store may cache it): its slices must not be modified.
 	GetTokenGrant(ctx context.Context, hash []byte) (Token, Grant, error)
+	// GetTokenGrantSharePerson is GetTokenGrant with the token's person
+	// read as SharePerson does, in one statement (a refresh's first step
+	// in its transaction). ErrNotFound when the token, its grant or its
+	// person is missing, a token without a subject included: the caller
+	// then reads them one by one.
+	GetTokenGrantSharePerson(ctx context.Context, hash []byte) (Token, Grant, Person, error)
 	// RevokeToken marks one token revoked at now, if there is such a token
 	// (idempotent; nothing for an unknown one). Its caller reads the token
 	// first: reporting none would cost PostgreSQL's transaction a round trip.

@@ -251,56 +251,79 @@ func TestSharePersonLetsIssuancesShareAndWritersWait(t *testing.T) {
 	if err := s.CreatePerson(ctx, store.Person{ID: "p1", Email: "a@example.com", Status: "ACTIVATED"}); err != nil {
 		t.Fatal(err)
 	}
-	held, release, first := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		first <- s.Tx(ctx, func(tx store.Store) error {
-			if _, err := tx.SharePerson(ctx, "p1"); err != nil {
-				return err
-			}
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
-	shortCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := s.Tx(shortCtx, func(tx store.Store) error {
-		_, err := tx.SharePerson(shortCtx, "p1")
-		return err
-	}); err != nil {
-		t.Fatalf("a second issuance waited for the first: %v", err)
+	now := time.Now().UTC()
+	if err := s.CreateGrant(ctx, store.Grant{ID: "g1", ClientID: "c1", Subject: "p1", CreatedAt: now,
+		ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
 	}
-	blocked := make(chan error, 1)
-	go func() {
-		blocked <- s.UpdatePerson(ctx, "p1", func(p store.Person) (store.Person, error) {
-			p.Status = "BLOCKED"
+	if err := s.CreateToken(ctx, store.Token{Hash: []byte("r1"), Kind: store.KindRefresh, GrantID: "g1", ClientID: "c1",
+		Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus := func(status string) error {
+		return s.UpdatePerson(ctx, "p1", func(p store.Person) (store.Person, error) {
+			p.Status = status
 			return p, nil
 		})
-	}()
-	// The block must still be waiting while the first issuance holds the
-	// row; it cannot finish before release, whatever the machine's speed.
-	select {
-	case err := <-blocked:
-		t.Fatalf("the block did not wait for the issuance: %v", err)
-	case <-time.After(200 * time.Millisecond):
 	}
-	close(release)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-blocked; err != nil {
-		t.Fatal(err)
-	}
-	err := s.Tx(ctx, func(tx store.Store) error {
-		p, err := tx.SharePerson(ctx, "p1")
-		if err == nil && p.Status != "BLOCKED" {
-			err = fmt.Errorf("status %q after the block", p.Status)
-		}
-		return err
-	})
-	if err != nil {
-		t.Error(err)
+	for name, share := range map[string]func(ctx context.Context, tx store.Store) (store.Person, error){
+		"SharePerson": func(ctx context.Context, tx store.Store) (store.Person, error) { return tx.SharePerson(ctx, "p1") },
+		"GetTokenGrantSharePerson": func(ctx context.Context, tx store.Store) (store.Person, error) {
+			_, _, p, err := tx.GetTokenGrantSharePerson(ctx, []byte("r1"))
+			return p, err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := setStatus("ACTIVATED"); err != nil {
+				t.Fatal(err)
+			}
+			held, release, first := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			go func() {
+				first <- s.Tx(ctx, func(tx store.Store) error {
+					if _, err := share(ctx, tx); err != nil {
+						return err
+					}
+					close(held)
+					<-release
+					return nil
+				})
+			}()
+			<-held
+			shortCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := s.Tx(shortCtx, func(tx store.Store) error {
+				_, err := share(shortCtx, tx)
+				return err
+			}); err != nil {
+				t.Fatalf("a second issuance waited for the first: %v", err)
+			}
+			blocked := make(chan error, 1)
+			go func() { blocked <- setStatus("BLOCKED") }()
+			// The block must still be waiting while the first issuance holds the
+			// row; it cannot finish before release, whatever the machine's speed.
+			select {
+			case err := <-blocked:
+				t.Fatalf("the block did not wait for the issuance: %v", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			close(release)
+			if err := <-first; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-blocked; err != nil {
+				t.Fatal(err)
+			}
+			err := s.Tx(ctx, func(tx store.Store) error {
+				p, err := share(ctx, tx)
+				if err == nil && p.Status != "BLOCKED" {
+					err = fmt.Errorf("status %q after the block", p.Status)
+				}
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 

@@ -13,24 +13,39 @@ const personColumns = `id, partition_id, email, password_hash, first_name, last_
 	profile, totp_secret, created_at, updated_at`
 
 func scanPerson(s scanner) (store.Person, error) {
-	var p store.Person
-	var custom, profile string
-	var created, updated int64
-	if err := s.Scan(&p.ID, &p.Partition, &p.Email, &p.PasswordHash, &p.FirstName, &p.LastName, &p.Status, &custom,
-		&profile, &p.TOTPSecret, &created, &updated); err != nil {
-		return p, err
+	var f personFields
+	if err := s.Scan(f.dest()...); err != nil {
+		return f.p, err
 	}
-	if err := json.Unmarshal([]byte(custom), &p.Custom); err != nil {
+	return f.person()
+}
+
+// personFields holds a person row's columns while it is scanned.
+type personFields struct {
+	p                store.Person
+	custom, profile  string
+	created, updated int64
+}
+
+func (f *personFields) dest() []any {
+	p := &f.p
+	return []any{&p.ID, &p.Partition, &p.Email, &p.PasswordHash, &p.FirstName, &p.LastName, &p.Status, &f.custom,
+		&f.profile, &p.TOTPSecret, &f.created, &f.updated}
+}
+
+func (f *personFields) person() (store.Person, error) {
+	p := f.p
+	if err := json.Unmarshal([]byte(f.custom), &p.Custom); err != nil {
 		return p, err
 	}
 	if len(p.Custom) == 0 {
 		p.Custom = nil
 	}
-	if err := json.Unmarshal([]byte(profile), &p.Profile); err != nil {
+	if err := json.Unmarshal([]byte(f.profile), &p.Profile); err != nil {
 		return p, err
 	}
 	p.TOTPSecret = fromBlob(p.TOTPSecret)
-	p.CreatedAt, p.UpdatedAt = fromMicros(created), fromMicros(updated)
+	p.CreatedAt, p.UpdatedAt = fromMicros(f.created), fromMicros(f.updated)
 	return p, nil
 }
 

@@ -30,6 +30,10 @@ const grantColumns = `id, client_id, subject, scopes, auth_level, amr, data, cre
 var tokenGrantQuery = `SELECT ` + qualify("tokens", tokenColumns) + `, ` + qualify("grants", grantColumns) + `
 	FROM tokens JOIN grants ON grants.id = tokens.grant_id WHERE tokens.hash = ?`
 
+var tokenGrantPersonQuery = `SELECT ` + qualify("persons", personColumns) + `, ` + qualify("tokens", tokenColumns) +
+	`, ` + qualify("grants", grantColumns) + ` FROM tokens JOIN grants ON grants.id = tokens.grant_id
+	JOIN persons ON persons.id = tokens.subject WHERE tokens.hash = ?`
+
 // qualify prefixes each column of a comma-separated list with its table.
 func qualify(table, columns string) string {
 	cols := strings.Split(columns, ",")
@@ -161,6 +165,28 @@ func (db *DB) Generations(ctx context.Context) (Generations, error) {
 	err := db.queryRow(ctx, `SELECT (SELECT generation FROM client_generation WHERE id = 1),
 		(SELECT COALESCE(SUM(generation), 0) FROM token_generation)`).Scan(&g.Client, &g.Token)
 	return g, db.scanErr(err)
+}
+
+// GetTokenGrantSharePerson reads a token, its grant and its person, the
+// person's row under a share lock: on PostgreSQL one round trip where a
+// read and then SharePerson took two.
+func (db *DB) GetTokenGrantSharePerson(ctx context.Context, hash []byte) (store.Token, store.Grant, store.Person, error) {
+	q := tokenGrantPersonQuery
+	if db.d.ForShare != "" {
+		q += db.d.ForShare + ` OF persons`
+	}
+	var pf personFields
+	var tf tokenFields
+	g, err := scanGrant(db.queryRowWrite(ctx, q, hash), append(pf.dest(), tf.dest()...)...)
+	if err != nil {
+		return store.Token{}, store.Grant{}, store.Person{}, db.scanErr(err)
+	}
+	t, err := tf.token()
+	if err != nil {
+		return t, g, store.Person{}, err
+	}
+	p, err := pf.person()
+	return t, g, p, err
 }
 
 func (db *DB) readTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {

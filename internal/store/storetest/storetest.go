@@ -29,6 +29,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"PersonConflicts", testPersonConflicts},
 		{"PersonIdentities", testIdentities},
 		{"GrantAndTokens", testGrantAndTokens},
+		{"TokenGrantSharePerson", testTokenGrantSharePerson},
 		{"RevokeGrantRevokesTokens", testRevokeGrant},
 		{"TokenGrantReadsSeeWrites", testTokenGrantReadsSeeWrites},
 		{"RefreshTokenSingleUse", testRefreshSingleUse},

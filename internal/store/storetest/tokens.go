@@ -99,6 +99,62 @@ func testGrantAndTokens(t *testing.T, s store.Store) {
 	}
 }
 
+// testTokenGrantSharePerson: the token, its grant and its person in one
+// read, inside a transaction and out; ErrNotFound when any is missing.
+func testTokenGrantSharePerson(t *testing.T, s store.Store) {
+	p := person("p1", "jane@example.com")
+	if err := s.CreatePerson(ctx(), p); err != nil {
+		t.Fatal(err)
+	}
+	wantP, err := s.GetPerson(ctx(), "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := tok("r-gone", store.KindRefresh, "g1")
+	gone.Subject = "p-gone"
+	own := tok("r-own", store.KindRefresh, "g1")
+	own.Subject = ""
+	if err := s.CreateGrant(ctx(), grant("g1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []store.Token{tok("r1", store.KindRefresh, "g1"), gone, own} {
+		if err := s.CreateToken(ctx(), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantT, wantG, err := s.GetTokenGrant(ctx(), []byte("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(st store.Store) error {
+		gotT, gotG, gotP, err := st.GetTokenGrantSharePerson(ctx(), []byte("r1"))
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(wantT, gotT); d != "" {
+			t.Errorf("token (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(wantG, gotG); d != "" {
+			t.Errorf("grant (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(wantP, gotP); d != "" {
+			t.Errorf("person (-want +got):\n%s", d)
+		}
+		for _, h := range []string{"r-gone", "r-own", "nope"} {
+			if _, _, _, err := st.GetTokenGrantSharePerson(ctx(), []byte(h)); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("token %s: %v, want ErrNotFound", h, err)
+			}
+		}
+		return nil
+	}
+	if err := check(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Tx(ctx(), check); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testRevokeGrant(t *testing.T, s store.Store) {
 	for _, g := range []string{"g1", "g2"} {
 		if err := s.CreateGrant(ctx(), grant(g)); err != nil {
