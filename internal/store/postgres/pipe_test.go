@@ -88,7 +88,9 @@ func (tc *turnCounter) relay(c, s net.Conn) {
 // for two round trips: BEGIN goes with its first statement, and the held
 // inserts with COMMIT (database/sql alone would take five: BEGIN, the read,
 // the inserts, COMMIT). An access token's revocation — the token's UPDATE
-// and its event — is one statement that commits itself: one round trip.
+// and its event — is one statement that commits itself: one round trip. A
+// refresh's — its token read with the person's share lock, then its
+// writes — two.
 func TestTransactionRoundTrips(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	u, err := url.Parse(dsn)
@@ -134,6 +136,29 @@ func TestTransactionRoundTrips(t *testing.T) {
 	}
 	if n := least(revoke); n != 1 {
 		t.Errorf("a revocation's transaction took %d round trips, want 1", n)
+	}
+	// A refresh: the token, its grant and its person read under a share
+	// lock in one statement, then a token and an event written.
+	refresh := func(i int) error {
+		return s.Tx(ctx, func(tx store.Store) error {
+			if _, _, _, err := tx.GetTokenGrantSharePerson(ctx, []byte("r0")); err != nil {
+				return err
+			}
+			id := fmt.Sprintf("rt%d", i)
+			if err := tx.CreateToken(ctx, store.Token{Hash: []byte(id), Kind: store.KindAccess, GrantID: "g0",
+				ClientID: "c1", Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+				return err
+			}
+			return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + id, Kind: store.EventOAuth, Type: "T",
+				ClientID: "c1", Occurred: now})
+		})
+	}
+	if err := s.CreateToken(ctx, store.Token{Hash: []byte("r0"), Kind: store.KindRefresh, GrantID: "g0", ClientID: "c1",
+		Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := least(refresh); n != 2 {
+		t.Errorf("a refresh's transaction took %d round trips, want 2", n)
 	}
 	for i := range 4 {
 		if tok, err := s.GetToken(ctx, []byte(fmt.Sprintf("g%d", i))); err != nil || !tok.RevokedAt.Equal(now.Truncate(time.Microsecond)) {
