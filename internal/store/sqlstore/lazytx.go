@@ -200,11 +200,11 @@ func (db *DB) commitLazy(ctx context.Context, child *DB) error {
 		if len(l.pending) == 0 {
 			return nil // plain reads only: nothing to commit
 		}
-		// Only inserts: one statement, its own transaction, on the pool.
+		// Only inserts: one statement, its own transaction, which
+		// concurrent ones share (selfcommit.go).
 		q, args := child.heldStatement()
 		l.pending = nil
-		_, err := db.exec(ctx, q, args...)
-		return err
+		return db.shared.selfCommits.run(ctx, db, Stmt{SQL: db.sql(q), Args: args})
 	}
 	batch := l.batch[:0]
 	if len(l.pending) > 0 {

@@ -125,9 +125,10 @@ type shared struct {
 	// prepared on the write pool after it, because a transaction holds
 	// SQLite's only writer connection and preparing on the pool would wait
 	// for itself.
-	pending sync.Map
-	batch   txBatch
-	tokens  *TokenCache // nil: no token cache
+	pending     sync.Map
+	batch       txBatch
+	selfCommits selfCommits // lazy transactions of one statement (selfcommit.go)
+	tokens      *TokenCache // nil: no token cache
 	// scopeCache: nil, no scope cache.
 	scopeCache *ScopeCache
 	events     GroupCommit              // the event sink outside a transaction

@@ -1,0 +1,209 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+)
+
+// selfCommits shares a commit among the concurrent lazy transactions that
+// are one statement each (commitLazy: held inserts, or an UPDATE held
+// before them, that commit themselves). A lone statement runs at once, as
+// before. The statements that arrive while maxRunners groups are on their
+// way wait for the first of them to end, then go together: one round trip
+// (pgx pipelines them with one Sync), one implicit transaction, one commit
+// and one WAL flush, where each was a round trip and a commit of its own.
+//
+// Each caller still returns after the commit that holds its writes, and
+// sees the outcome its statement would have had alone: a group whose
+// server answered an error committed nothing, and its statements run
+// again one by one, each to its own outcome. An error that is not the
+// server's (the connection lost) leaves a commit unknown, as it does for a
+// lone statement, and every caller of the group gets it.
+type selfCommits struct {
+	mu      sync.Mutex
+	queue   []*selfCommit
+	running int
+	// Limits; zero is the default (tests set their own).
+	maxRunners, maxGroup int
+	stallAfter           time.Duration
+}
+
+type selfCommit struct {
+	ctx  context.Context
+	stmt Stmt
+	err  error
+	done chan struct{}
+}
+
+// The limits of a selfCommits whose own are unset.
+const (
+	// SharedCommitRunners: groups on their way at once. Two let the server
+	// work on one group while the next is sent or flushed (one did as well
+	// under the bench's load; two bound what a slow group holds up).
+	SharedCommitRunners = 2
+	// defaultGroup bounds a group, and so how long its locks are held.
+	defaultGroup = 16
+	// defaultStall: a caller queued this long starts a group of its own,
+	// so that a group waiting for a lock (a person's erasure, say) holds
+	// up no more than its own statements. Groups commit in a few
+	// milliseconds under load.
+	defaultStall = 25 * time.Millisecond
+)
+
+func (g *selfCommits) limits() (runners, group int, stall time.Duration) {
+	runners, group, stall = g.maxRunners, g.maxGroup, g.stallAfter
+	if runners == 0 {
+		runners = SharedCommitRunners
+	}
+	if group == 0 {
+		group = defaultGroup
+	}
+	if stall == 0 {
+		stall = defaultStall
+	}
+	return runners, group, stall
+}
+
+// run commits s, alone or in a group.
+func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) error {
+	maxRunners, maxGroup, stallAfter := g.limits()
+	j := &selfCommit{ctx: ctx, stmt: s}
+	g.mu.Lock()
+	if g.running < maxRunners {
+		// With a runner free the queue is empty: a runner takes what
+		// waits before it stops.
+		g.running++
+		g.mu.Unlock()
+		g.runFirst(db, []*selfCommit{j})
+		return j.err
+	}
+	j.done = make(chan struct{})
+	g.queue = append(g.queue, j)
+	g.mu.Unlock()
+	t := time.NewTimer(stallAfter)
+	defer t.Stop()
+	select {
+	case <-j.done: // not ctx.Done(): the caller must learn whether its writes committed
+		return j.err
+	case <-t.C:
+	}
+	// The groups on their way are stalled (behind a lock, a slow server):
+	// unless one has taken it meanwhile, this caller runs one more.
+	g.mu.Lock()
+	i := slices.Index(g.queue, j)
+	if i < 0 {
+		g.mu.Unlock()
+		<-j.done
+		return j.err
+	}
+	jobs := []*selfCommit{j}
+	g.queue = slices.Delete(g.queue, i, i+1)
+	n := min(len(g.queue), maxGroup-1)
+	jobs = append(jobs, g.queue[:n]...)
+	g.queue = g.queue[n:]
+	g.running++
+	g.mu.Unlock()
+	g.runFirst(db, jobs)
+	return j.err
+}
+
+// runFirst commits the group of the caller that runs it, then leaves what
+// waits to a runner of its own, so that the caller is answered now.
+func (g *selfCommits) runFirst(db *DB, jobs []*selfCommit) {
+	g.commit(db, jobs)
+	if next := g.next(); next != nil {
+		go g.loop(db, next)
+	}
+}
+
+func (g *selfCommits) loop(db *DB, jobs []*selfCommit) {
+	for ; jobs != nil; jobs = g.next() {
+		g.commit(db, jobs)
+	}
+}
+
+func (g *selfCommits) commit(db *DB, jobs []*selfCommit) {
+	db.commitGroup(jobs)
+	for _, j := range jobs {
+		if j.done != nil {
+			close(j.done)
+		}
+	}
+}
+
+// next takes the next group, or ends the runner that asks.
+func (g *selfCommits) next() []*selfCommit {
+	_, maxGroup, _ := g.limits()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := min(len(g.queue), maxGroup)
+	if n == 0 {
+		g.queue = nil
+		g.running--
+		return nil
+	}
+	jobs := g.queue[:n:n]
+	g.queue = g.queue[n:]
+	return jobs
+}
+
+// commitGroup runs jobs' statements as one transaction and sets each
+// job's outcome.
+func (db *DB) commitGroup(jobs []*selfCommit) {
+	live := jobs[:0:0]
+	for _, j := range jobs {
+		if j.err = j.ctx.Err(); j.err == nil {
+			live = append(live, j)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	jobs = live
+	ctx := jobs[0].ctx
+	if len(jobs) > 1 {
+		// The group's round trip is every caller's: none cancels it.
+		ctx = context.WithoutCancel(ctx)
+	}
+	stmts := make([]Stmt, len(jobs))
+	for i, j := range jobs {
+		stmts[i] = j.stmt
+	}
+	err := db.pipeExec(ctx, stmts)
+	if err != nil && len(jobs) > 1 && serverError(err) {
+		// Nothing of the group committed: each statement alone, to its
+		// own outcome.
+		for _, j := range jobs {
+			j.err = db.d.Translate(db.pipeExec(ctx, []Stmt{j.stmt}))
+		}
+		return
+	}
+	err = db.d.Translate(err)
+	for _, j := range jobs {
+		j.err = err
+	}
+}
+
+// pipeExec runs stmts in one round trip on a connection of its own; its
+// error is the driver's, untranslated.
+func (db *DB) pipeExec(ctx context.Context, stmts []Stmt) error {
+	p, err := db.d.Pipe(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.Release()
+	start := time.Now()
+	_, _, err = p.Exec(ctx, stmts)
+	db.observeStmt("exec", start)
+	return err
+}
+
+// serverError: the server answered err (it has a SQLSTATE), so the
+// transaction it ended committed nothing.
+func serverError(err error) bool {
+	var se interface{ SQLState() string }
+	return errors.As(err, &se)
+}

@@ -1,0 +1,209 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeServer is a Pipe's server: a round trip commits its statements
+// together, unless one of them is "bad" (a server error: none commits) or
+// "lost" (the connection: an unknown outcome). A statement "wait" holds
+// its round trip until release is closed.
+type fakeServer struct {
+	mu        sync.Mutex
+	committed []string
+	trips     [][]string
+	waiting   chan struct{} // gets a value when a round trip holds at "wait"
+	release   chan struct{}
+}
+
+type sqlStateError struct{}
+
+func (sqlStateError) Error() string    { return "duplicate key" }
+func (sqlStateError) SQLState() string { return "23505" }
+
+var errLost = errors.New("connection lost")
+
+type fakePipe struct{ s *fakeServer }
+
+func (p fakePipe) Exec(ctx context.Context, stmts []Stmt) (int64, int, error) {
+	var sqls []string
+	for _, st := range stmts {
+		sqls = append(sqls, st.SQL)
+	}
+	p.s.mu.Lock()
+	p.s.trips = append(p.s.trips, sqls)
+	p.s.mu.Unlock()
+	for i, q := range sqls {
+		switch q {
+		case "bad":
+			return 0, i, fmt.Errorf("statement %d: %w", i, sqlStateError{})
+		case "lost":
+			return 0, i, errLost
+		case "wait":
+			p.s.waiting <- struct{}{}
+			<-p.s.release
+		}
+	}
+	p.s.mu.Lock()
+	p.s.committed = append(p.s.committed, sqls...)
+	p.s.mu.Unlock()
+	return 1, 0, nil
+}
+
+func (fakePipe) Query(context.Context, []Stmt) (Rows, int, error) { panic("not used") }
+func (fakePipe) Release()                                         {}
+
+func newFakeDB(s *fakeServer) *DB {
+	d := &Dialect{Name: "fake", Translate: func(err error) error { return err },
+		Pipe: func(context.Context) (Pipe, error) { return fakePipe{s}, nil }}
+	return &DB{d: d, shared: &shared{}}
+}
+
+// TestSelfCommitsShareAndKeepOutcomes: statements that arrive while the
+// runners are busy go in one round trip; a server error in a group runs
+// its statements again one by one, so each caller gets its own outcome;
+// an unknown outcome reaches every caller of the group.
+func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
+	s := &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+	db := newFakeDB(s)
+	g := &db.shared.selfCommits
+	g.maxRunners, g.maxGroup, g.stallAfter = 1, 16, time.Hour
+	ctx := context.Background()
+
+	first := make(chan error, 1)
+	go func() { first <- g.run(ctx, db, Stmt{SQL: "wait"}) }()
+	<-s.waiting // the only runner is busy: what comes now queues
+	queued := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			g.mu.Lock()
+			l := len(g.queue)
+			g.mu.Unlock()
+			if l == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d statements queued, want %d", l, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	names := []string{"a", "bad", "b", "c"}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, q := range names {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = g.run(ctx, db, Stmt{SQL: q}) }()
+		queued(i + 1)
+	}
+	close(s.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, q := range names {
+		if bad := q == "bad"; bad != (errs[i] != nil) {
+			t.Errorf("statement %q: %v", q, errs[i])
+		}
+	}
+	if !errors.As(errs[1], new(sqlStateError)) {
+		t.Errorf("the bad statement's error: %v", errs[1])
+	}
+	got := strings.Join(s.trips[1], ",")
+	if got != "a,bad,b,c" {
+		t.Errorf("the queued statements' round trip: %s, want a,bad,b,c", got)
+	}
+	if c := strings.Join(s.committed, ","); c != "wait,a,b,c" {
+		t.Errorf("committed %s, want wait,a,b,c", c)
+	}
+
+	// A lost connection: no caller is told its statement committed.
+	s.release = make(chan struct{})
+	go func() { first <- g.run(ctx, db, Stmt{SQL: "wait"}) }()
+	<-s.waiting
+	for i, q := range []string{"d", "lost"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = g.run(ctx, db, Stmt{SQL: q}) }()
+		queued(i + 1)
+	}
+	close(s.release)
+	<-first
+	wg.Wait()
+	if !errors.Is(errs[0], errLost) || !errors.Is(errs[1], errLost) {
+		t.Errorf("a group that lost its connection: %v, %v", errs[0], errs[1])
+	}
+	// The last runner stops after it has answered its callers.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		running, queued := g.running, len(g.queue)
+		g.mu.Unlock()
+		if running == 0 && queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the groups: %d running, %d queued", running, queued)
+		}
+	}
+}
+
+// TestSelfCommitsStalledGroup: a statement queued behind a runner that is
+// held up (a lock) starts a group of its own and commits meanwhile.
+func TestSelfCommitsStalledGroup(t *testing.T) {
+	s := &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+	db := newFakeDB(s)
+	g := &db.shared.selfCommits
+	g.maxRunners, g.stallAfter = 1, time.Millisecond
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() { first <- g.run(ctx, db, Stmt{SQL: "wait"}) }()
+	<-s.waiting
+	if err := g.run(ctx, db, Stmt{SQL: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	close(s.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if c := strings.Join(s.committed, ","); c != "x,wait" {
+		t.Errorf("committed %s, want x before the held group", c)
+	}
+}
+
+// TestSelfCommitsCanceledWhileQueued: a caller gone before its group ran
+// gets its context's error and writes nothing.
+func TestSelfCommitsCanceledWhileQueued(t *testing.T) {
+	s := &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+	db := newFakeDB(s)
+	g := &db.shared.selfCommits
+	g.maxRunners, g.stallAfter = 1, time.Hour
+	first := make(chan error, 1)
+	go func() { first <- g.run(context.Background(), db, Stmt{SQL: "wait"}) }()
+	<-s.waiting
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { res <- g.run(ctx, db, Stmt{SQL: "gone"}) }()
+	for {
+		g.mu.Lock()
+		n := len(g.queue)
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	close(s.release)
+	<-first
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled caller: %v", err)
+	}
+	if c := strings.Join(s.committed, ","); c != "wait" {
+		t.Errorf("committed %s, want only the first", c)
+	}
+}
