@@ -97,19 +97,25 @@ func (p *pipe) Release() {
 }
 
 func (p *pipe) Exec(ctx context.Context, stmts []sqlstore.Stmt) (int64, int, error) {
-	n, _, failed, err := p.run(ctx, stmts, false)
+	n, _, failed, err := p.run(ctx, stmts, false, nil)
 	return n, failed, err
 }
 
+func (p *pipe) ExecEach(ctx context.Context, stmts []sqlstore.Stmt, affected []int64) (int, error) {
+	_, _, failed, err := p.run(ctx, stmts, false, affected)
+	return failed, err
+}
+
 func (p *pipe) Query(ctx context.Context, stmts []sqlstore.Stmt) (sqlstore.Rows, int, error) {
-	_, rs, failed, err := p.run(ctx, stmts, true)
+	_, rs, failed, err := p.run(ctx, stmts, true, nil)
 	return rs, failed, err
 }
 
 // run sends stmts as one batch. A first round trip (its BEGIN first, or a
 // lone statement) that failed before anything ran, on a connection that
-// was closing, runs again on another.
-func (p *pipe) run(ctx context.Context, stmts []sqlstore.Stmt, query bool) (n int64, rs sqlstore.Rows, failed int, err error) {
+// was closing, runs again on another. With each, each statement's count
+// of rows goes to its place in it.
+func (p *pipe) run(ctx context.Context, stmts []sqlstore.Stmt, query bool, each []int64) (n int64, rs sqlstore.Rows, failed int, err error) {
 	for try := 0; ; try++ {
 		fresh := p.conn == nil
 		if fresh {
@@ -117,7 +123,7 @@ func (p *pipe) run(ctx context.Context, stmts []sqlstore.Stmt, query bool) (n in
 				return 0, nil, 0, err
 			}
 		}
-		n, rs, failed, err = p.send(ctx, stmts, query)
+		n, rs, failed, err = p.send(ctx, stmts, query, each)
 		if err == nil || !fresh || failed != 0 || !pgconn.SafeToRetry(err) || try+1 >= maxFirstTries || ctx.Err() != nil {
 			return n, rs, failed, err
 		}
@@ -125,7 +131,7 @@ func (p *pipe) run(ctx context.Context, stmts []sqlstore.Stmt, query bool) (n in
 	}
 }
 
-func (p *pipe) send(ctx context.Context, stmts []sqlstore.Stmt, query bool) (int64, sqlstore.Rows, int, error) {
+func (p *pipe) send(ctx context.Context, stmts []sqlstore.Stmt, query bool, each []int64) (int64, sqlstore.Rows, int, error) {
 	b := &p.batch
 	clear(b.QueuedQueries)
 	b.QueuedQueries = b.QueuedQueries[:0]
@@ -135,9 +141,13 @@ func (p *pipe) send(ctx context.Context, stmts []sqlstore.Stmt, query bool) (int
 	br := p.conn.SendBatch(ctx, b)
 	last := len(stmts) - 1
 	for i := range last {
-		if _, err := br.Exec(); err != nil {
+		tag, err := br.Exec()
+		if err != nil {
 			_ = br.Close()
 			return 0, nil, i, err
+		}
+		if each != nil {
+			each[i] = tag.RowsAffected()
 		}
 	}
 	if query {
@@ -160,6 +170,9 @@ func (p *pipe) send(ctx context.Context, stmts []sqlstore.Stmt, query bool) (int
 		// The transaction had failed: PostgreSQL answers its COMMIT by
 		// rolling it back.
 		return 0, nil, last, pgx.ErrTxCommitRollback
+	}
+	if each != nil {
+		each[last] = tag.RowsAffected()
 	}
 	return tag.RowsAffected(), nil, 0, nil
 }

@@ -72,12 +72,8 @@ func (db *DB) UpdateDeviceCode(ctx context.Context, hash []byte, fn func(store.D
 // SetDevicePoll is a compare-and-set of the poll state: the row is written
 // only as old left it.
 func (db *DB) SetDevicePoll(ctx context.Context, hash []byte, old, d store.DeviceCode) (bool, error) {
-	res, err := db.exec(ctx, `UPDATE device_codes SET poll_interval = ?, last_polled_at = ?
+	n, err := db.execShared(ctx, `UPDATE device_codes SET poll_interval = ?, last_polled_at = ?
 		WHERE hash = ? AND status = ? AND poll_interval = ? AND last_polled_at = ?`,
 		d.Interval, micros(d.LastPolledAt), hash, store.DevicePending, old.Interval, micros(old.LastPolledAt))
-	if err != nil {
-		return false, err
-	}
-	n, err := affected(res)
 	return n == 1, err
 }

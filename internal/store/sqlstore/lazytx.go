@@ -33,6 +33,9 @@ type Pipe interface {
 	// last one affected. On an error, failed is the index of the statement
 	// that failed; those after it did not run.
 	Exec(ctx context.Context, stmts []Stmt) (affected int64, failed int, err error)
+	// ExecEach is Exec that sets affected[i] to the rows the i-th
+	// statement affected (len(affected) == len(stmts)).
+	ExecEach(ctx context.Context, stmts []Stmt, affected []int64) (failed int, err error)
 	// Query is Exec for a last statement that returns rows.
 	Query(ctx context.Context, stmts []Stmt) (rows Rows, failed int, err error)
 	// Release gives the connection back; one still inside a transaction is
@@ -204,7 +207,8 @@ func (db *DB) commitLazy(ctx context.Context, child *DB) error {
 		// concurrent ones share (selfcommit.go).
 		q, args := child.heldStatement()
 		l.pending = nil
-		return db.shared.selfCommits.run(ctx, db, Stmt{SQL: db.sql(q), Args: args})
+		_, err := db.shared.selfCommits.run(ctx, db, Stmt{SQL: db.sql(q), Args: args})
+		return err
 	}
 	batch := l.batch[:0]
 	if len(l.pending) > 0 {

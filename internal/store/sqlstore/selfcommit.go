@@ -34,6 +34,7 @@ type selfCommits struct {
 type selfCommit struct {
 	ctx  context.Context
 	stmt Stmt
+	n    int64 // the rows the statement affected
 	err  error
 	done chan struct{}
 }
@@ -67,8 +68,8 @@ func (g *selfCommits) limits() (runners, group int, stall time.Duration) {
 	return runners, group, stall
 }
 
-// run commits s, alone or in a group.
-func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) error {
+// run commits s, alone or in a group, and returns the rows it affected.
+func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) (int64, error) {
 	maxRunners, maxGroup, stallAfter := g.limits()
 	j := &selfCommit{ctx: ctx, stmt: s}
 	g.mu.Lock()
@@ -78,7 +79,7 @@ func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) error {
 		g.running++
 		g.mu.Unlock()
 		g.runFirst(db, []*selfCommit{j})
-		return j.err
+		return j.n, j.err
 	}
 	j.done = make(chan struct{})
 	g.queue = append(g.queue, j)
@@ -87,7 +88,7 @@ func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) error {
 	defer t.Stop()
 	select {
 	case <-j.done: // not ctx.Done(): the caller must learn whether its writes committed
-		return j.err
+		return j.n, j.err
 	case <-t.C:
 	}
 	// The groups on their way are stalled (behind a lock, a slow server):
@@ -97,7 +98,7 @@ func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) error {
 	if i < 0 {
 		g.mu.Unlock()
 		<-j.done
-		return j.err
+		return j.n, j.err
 	}
 	jobs := []*selfCommit{j}
 	g.queue = slices.Delete(g.queue, i, i+1)
@@ -107,7 +108,7 @@ func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) error {
 	g.running++
 	g.mu.Unlock()
 	g.runFirst(db, jobs)
-	return j.err
+	return j.n, j.err
 }
 
 // runFirst commits the group of the caller that runs it, then leaves what
@@ -172,33 +173,50 @@ func (db *DB) commitGroup(jobs []*selfCommit) {
 	for i, j := range jobs {
 		stmts[i] = j.stmt
 	}
-	err := db.pipeExec(ctx, stmts)
+	n := make([]int64, len(jobs))
+	err := db.pipeExec(ctx, stmts, n)
 	if err != nil && len(jobs) > 1 && serverError(err) {
 		// Nothing of the group committed: each statement alone, to its
 		// own outcome.
-		for _, j := range jobs {
-			j.err = db.d.Translate(db.pipeExec(ctx, []Stmt{j.stmt}))
+		for i, j := range jobs {
+			j.err = db.d.Translate(db.pipeExec(ctx, stmts[i:i+1], n[i:i+1]))
+			j.n = n[i]
 		}
 		return
 	}
 	err = db.d.Translate(err)
-	for _, j := range jobs {
-		j.err = err
+	for i, j := range jobs {
+		j.n, j.err = n[i], err
 	}
 }
 
-// pipeExec runs stmts in one round trip on a connection of its own; its
-// error is the driver's, untranslated.
-func (db *DB) pipeExec(ctx context.Context, stmts []Stmt) error {
+// pipeExec runs stmts in one round trip on a connection of its own,
+// setting the rows each affected; its error is the driver's, untranslated.
+func (db *DB) pipeExec(ctx context.Context, stmts []Stmt, affected []int64) error {
 	p, err := db.d.Pipe(ctx)
 	if err != nil {
 		return err
 	}
 	defer p.Release()
 	start := time.Now()
-	_, _, err = p.Exec(ctx, stmts)
+	_, err = p.ExecEach(ctx, stmts, affected)
 	db.observeStmt("exec", start)
 	return err
+}
+
+// execShared runs a write that is a transaction of its own. On a dialect
+// with a Pipe, concurrent ones share a commit (selfCommits); it is for
+// short statements on a request's path, not for sweeps, whose locks and
+// time every statement of a group would share.
+func (db *DB) execShared(ctx context.Context, q string, args ...any) (int64, error) {
+	if db.d.Pipe == nil || db.inTx {
+		res, err := db.exec(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		return affected(res)
+	}
+	return db.shared.selfCommits.run(ctx, db, Stmt{SQL: db.sql(q), Args: args})
 }
 
 // serverError: the server answered err (it has a SQLSTATE), so the

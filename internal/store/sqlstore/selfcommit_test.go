@@ -32,6 +32,14 @@ var errLost = errors.New("connection lost")
 type fakePipe struct{ s *fakeServer }
 
 func (p fakePipe) Exec(ctx context.Context, stmts []Stmt) (int64, int, error) {
+	n := make([]int64, len(stmts))
+	failed, err := p.ExecEach(ctx, stmts, n)
+	return n[len(n)-1], failed, err
+}
+
+// ExecEach tells each statement's position in its round trip, plus one,
+// as its count of rows.
+func (p fakePipe) ExecEach(ctx context.Context, stmts []Stmt, affected []int64) (int, error) {
 	var sqls []string
 	for _, st := range stmts {
 		sqls = append(sqls, st.SQL)
@@ -42,9 +50,9 @@ func (p fakePipe) Exec(ctx context.Context, stmts []Stmt) (int64, int, error) {
 	for i, q := range sqls {
 		switch q {
 		case "bad":
-			return 0, i, fmt.Errorf("statement %d: %w", i, sqlStateError{})
+			return i, fmt.Errorf("statement %d: %w", i, sqlStateError{})
 		case "lost":
-			return 0, i, errLost
+			return i, errLost
 		case "wait":
 			p.s.waiting <- struct{}{}
 			<-p.s.release
@@ -53,11 +61,20 @@ func (p fakePipe) Exec(ctx context.Context, stmts []Stmt) (int64, int, error) {
 	p.s.mu.Lock()
 	p.s.committed = append(p.s.committed, sqls...)
 	p.s.mu.Unlock()
-	return 1, 0, nil
+	for i := range affected {
+		affected[i] = int64(i + 1)
+	}
+	return 0, nil
 }
 
 func (fakePipe) Query(context.Context, []Stmt) (Rows, int, error) { panic("not used") }
 func (fakePipe) Release()                                         {}
+
+// runErr is g.run for a caller that needs no count of rows.
+func runErr(ctx context.Context, g *selfCommits, db *DB, q string) error {
+	_, err := g.run(ctx, db, Stmt{SQL: q})
+	return err
+}
 
 func newFakeDB(s *fakeServer) *DB {
 	d := &Dialect{Name: "fake", Translate: func(err error) error { return err },
@@ -77,7 +94,7 @@ func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
 	ctx := context.Background()
 
 	first := make(chan error, 1)
-	go func() { first <- g.run(ctx, db, Stmt{SQL: "wait"}) }()
+	go func() { first <- runErr(ctx, g, db, "wait") }()
 	<-s.waiting // the only runner is busy: what comes now queues
 	queued := func(n int) {
 		t.Helper()
@@ -99,7 +116,7 @@ func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, q := range names {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = g.run(ctx, db, Stmt{SQL: q}) }()
+		go func() { defer wg.Done(); errs[i] = runErr(ctx, g, db, q) }()
 		queued(i + 1)
 	}
 	close(s.release)
@@ -123,13 +140,35 @@ func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
 		t.Errorf("committed %s, want wait,a,b,c", c)
 	}
 
+	// A group that commits: each caller gets its own statement's count.
+	s.release = make(chan struct{})
+	go func() { first <- runErr(ctx, g, db, "wait") }()
+	<-s.waiting
+	counts := make([]int64, 3)
+	for i, q := range []string{"p", "q", "r"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counts[i], errs[i] = g.run(ctx, db, Stmt{SQL: q})
+		}()
+		queued(i + 1)
+	}
+	close(s.release)
+	<-first
+	wg.Wait()
+	for i := range 3 {
+		if errs[i] != nil || counts[i] != int64(i+1) {
+			t.Errorf("statement %d of a group: %d rows, %v; want %d", i, counts[i], errs[i], i+1)
+		}
+	}
+
 	// A lost connection: no caller is told its statement committed.
 	s.release = make(chan struct{})
-	go func() { first <- g.run(ctx, db, Stmt{SQL: "wait"}) }()
+	go func() { first <- runErr(ctx, g, db, "wait") }()
 	<-s.waiting
 	for i, q := range []string{"d", "lost"} {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = g.run(ctx, db, Stmt{SQL: q}) }()
+		go func() { defer wg.Done(); errs[i] = runErr(ctx, g, db, q) }()
 		queued(i + 1)
 	}
 	close(s.release)
@@ -161,9 +200,9 @@ func TestSelfCommitsStalledGroup(t *testing.T) {
 	g.maxRunners, g.stallAfter = 1, time.Millisecond
 	ctx := context.Background()
 	first := make(chan error, 1)
-	go func() { first <- g.run(ctx, db, Stmt{SQL: "wait"}) }()
+	go func() { first <- runErr(ctx, g, db, "wait") }()
 	<-s.waiting
-	if err := g.run(ctx, db, Stmt{SQL: "x"}); err != nil {
+	if err := runErr(ctx, g, db, "x"); err != nil {
 		t.Fatal(err)
 	}
 	close(s.release)
@@ -183,11 +222,11 @@ func TestSelfCommitsCanceledWhileQueued(t *testing.T) {
 	g := &db.shared.selfCommits
 	g.maxRunners, g.stallAfter = 1, time.Hour
 	first := make(chan error, 1)
-	go func() { first <- g.run(context.Background(), db, Stmt{SQL: "wait"}) }()
+	go func() { first <- runErr(context.Background(), g, db, "wait") }()
 	<-s.waiting
 	ctx, cancel := context.WithCancel(context.Background())
 	res := make(chan error, 1)
-	go func() { res <- g.run(ctx, db, Stmt{SQL: "gone"}) }()
+	go func() { res <- runErr(ctx, g, db, "gone") }()
 	for {
 		g.mu.Lock()
 		n := len(g.queue)
