@@ -51,7 +51,9 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 	}
 	for _, k := range kinds {
 		hash := s.tokens().Key(k, value)
-		t, err := s.Store.GetToken(ctx, hash)
+		// Through the token cache: a token revoked already (a client's
+		// retry) is answered from memory while no revocation has moved it.
+		t, _, err := s.Store.GetTokenGrantToChange(ctx, hash)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}

@@ -198,6 +198,10 @@ type Tokens interface {
 	// token is unknown. The answer may be shared with other callers (a
 	// store may cache it): its slices must not be modified.
 	GetTokenGrant(ctx context.Context, hash []byte) (Token, Grant, error)
+	// GetTokenGrantToChange is GetTokenGrant for a caller about to change
+	// the token (a revocation): a store that caches keeps only the answer
+	// of a token revoked already, which its caller's change leaves as it is.
+	GetTokenGrantToChange(ctx context.Context, hash []byte) (Token, Grant, error)
 	// GetTokenGrantSharePerson is GetTokenGrant with the token's person
 	// read as SharePerson does, in one statement (a refresh's first step
 	// in its transaction). ErrNotFound when the token, its grant or its

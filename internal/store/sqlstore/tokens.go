@@ -131,6 +131,17 @@ func (db *DB) GetToken(ctx context.Context, hash []byte) (store.Token, error) {
 // GetTokenGrant returns a token and its grant in one query (introspection's
 // single round trip).
 func (db *DB) GetTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
+	return db.cachedTokenGrant(ctx, hash, false)
+}
+
+// GetTokenGrantToChange: a live token's entry would be dropped by the
+// change that follows (and its grant's index kept until the cache starts
+// over), so only a revoked token's is kept.
+func (db *DB) GetTokenGrantToChange(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
+	return db.cachedTokenGrant(ctx, hash, true)
+}
+
+func (db *DB) cachedTokenGrant(ctx context.Context, hash []byte, revokedOnly bool) (store.Token, store.Grant, error) {
 	c := db.shared.tokens
 	if c == nil || db.inTx {
 		return db.readTokenGrant(ctx, hash)
@@ -148,7 +159,7 @@ func (db *DB) GetTokenGrant(ctx context.Context, hash []byte) (store.Token, stor
 		return e.t, e.g, nil
 	}
 	t, g, err := db.readTokenGrant(ctx, hash)
-	if err == nil {
+	if err == nil && (!revokedOnly || !t.RevokedAt.IsZero()) {
 		c.put(seq, gen, t, g)
 	}
 	return t, g, err

@@ -34,6 +34,13 @@ func testTokenGrantReadsSeeWrites(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("GetTokenGrant %s: %v", hash, err)
 		}
+		// A revocation's read (which caches only revoked tokens) agrees.
+		tc, gc, err := s.GetTokenGrantToChange(ctx(), []byte(hash))
+		if err != nil || !tc.RevokedAt.Equal(tk.RevokedAt) || !tc.UsedAt.Equal(tk.UsedAt) || gc.ID != g.ID ||
+			!gc.RevokedAt.Equal(g.RevokedAt) || string(gc.Data) != string(g.Data) {
+			t.Errorf("GetTokenGrantToChange %s: revoked %v used %v, grant %s %v %s, %v; GetTokenGrant: %v %v, %s %v %s",
+				hash, tc.RevokedAt, tc.UsedAt, gc.ID, gc.RevokedAt, gc.Data, err, tk.RevokedAt, tk.UsedAt, g.ID, g.RevokedAt, g.Data)
+		}
 		return tk, g
 	}
 	for _, h := range []string{"a1", "a2", "r1", "a3", "a4", "l1"} { // read each twice: the second may come from memory
