@@ -195,18 +195,24 @@ func issueTx(ctx context.Context, s store.Store, id string) error {
 		if _, err := tx.SharePerson(ctx, "p1"); err != nil {
 			return err
 		}
-		now := time.Now().UTC()
-		if err := tx.CreateGrant(ctx, store.Grant{ID: id, ClientID: "c1", Subject: "p1", CreatedAt: now,
-			ExpiresAt: now.Add(time.Hour)}); err != nil {
-			return err
-		}
-		if err := tx.CreateToken(ctx, store.Token{Hash: []byte(id), Kind: store.KindAccess, GrantID: id,
-			ClientID: "c1", Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
-			return err
-		}
-		return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + id, Kind: store.EventOAuth, Type: "T",
-			ClientID: "c1", Occurred: now})
+		return issueWrites(ctx, tx, id, id, "p1")
 	})
+}
+
+// issueWrites are an issuance's writes: a grant, its access token and
+// the event.
+func issueWrites(ctx context.Context, tx store.Store, grantID, tokenID, subject string) error {
+	now := time.Now().UTC()
+	if err := tx.CreateGrant(ctx, store.Grant{ID: grantID, ClientID: "c1", Subject: subject, CreatedAt: now,
+		ExpiresAt: now.Add(time.Hour)}); err != nil {
+		return err
+	}
+	if err := tx.CreateToken(ctx, store.Token{Hash: []byte(tokenID), Kind: store.KindAccess, GrantID: grantID,
+		ClientID: "c1", Subject: subject, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		return err
+	}
+	return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + tokenID, Kind: store.EventOAuth, Type: "T",
+		ClientID: "c1", Occurred: now})
 }
 
 // BenchmarkIssuanceTransaction: issueTx one at a time (its latency: two

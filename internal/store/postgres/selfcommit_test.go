@@ -18,19 +18,7 @@ import (
 // token and an event, nothing read — one statement that commits itself,
 // which concurrent ones share a commit with.
 func insertOnlyTx(ctx context.Context, s store.Store, grantID, tokenID string) error {
-	return s.Tx(ctx, func(tx store.Store) error {
-		now := time.Now().UTC()
-		if err := tx.CreateGrant(ctx, store.Grant{ID: grantID, ClientID: "c1", Subject: "c1", CreatedAt: now,
-			ExpiresAt: now.Add(time.Hour)}); err != nil {
-			return err
-		}
-		if err := tx.CreateToken(ctx, store.Token{Hash: []byte(tokenID), Kind: store.KindAccess, GrantID: grantID,
-			ClientID: "c1", Subject: "c1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
-			return err
-		}
-		return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + tokenID, Kind: store.EventOAuth, Type: "T",
-			ClientID: "c1", Occurred: now})
-	})
+	return s.Tx(ctx, func(tx store.Store) error { return issueWrites(ctx, tx, grantID, tokenID, "c1") })
 }
 
 // TestSharedCommitsKeepEachOutcome: many issuances at once, some of them
