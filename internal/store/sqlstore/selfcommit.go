@@ -135,14 +135,18 @@ func (g *selfCommits) commit(db *DB, jobs []*selfCommit) {
 	}
 }
 
-// next takes the next group, or ends the runner that asks.
+// next takes the next group, or ends the runner that asks: when nothing
+// waits, and also when a stalled caller's group made one runner too many
+// (what waits has its own stall timers, so nothing is left behind).
 func (g *selfCommits) next() []*selfCommit {
-	_, maxGroup, _ := g.limits()
+	maxRunners, maxGroup, _ := g.limits()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := min(len(g.queue), maxGroup)
-	if n == 0 {
-		g.queue = nil
+	if n == 0 || g.running > maxRunners {
+		if n == 0 {
+			g.queue = nil
+		}
 		g.running--
 		return nil
 	}

@@ -246,3 +246,41 @@ func TestSelfCommitsCanceledWhileQueued(t *testing.T) {
 		t.Errorf("committed %s, want only the first", c)
 	}
 }
+
+// TestSelfCommitsStalledRunnersLeaveNoneBehind: a runner started by a
+// stalled caller stops after its group even while others wait (so stalls
+// do not pile up runners); those others, behind the same held runner,
+// start groups of their own and commit.
+func TestSelfCommitsStalledRunnersLeaveNoneBehind(t *testing.T) {
+	s := &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+	db := newFakeDB(s)
+	g := &db.shared.selfCommits
+	g.maxRunners, g.maxGroup, g.stallAfter = 1, 1, time.Millisecond
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() { first <- runErr(ctx, g, db, "wait") }()
+	<-s.waiting
+	names := []string{"a", "b", "c", "d"}
+	errs := make(chan error, len(names))
+	for _, q := range names {
+		go func() { errs <- runErr(ctx, g, db, q) }()
+	}
+	for range names {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.mu.Lock()
+	running, queued := g.running, len(g.queue)
+	g.mu.Unlock()
+	if running != 1 || queued != 0 {
+		t.Errorf("while the first group is held: %d runners, %d queued; want 1, 0", running, queued)
+	}
+	close(s.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if c := strings.Join(s.committed, ","); len(c) != len("a,b,c,d,wait") || !strings.HasSuffix(c, "wait") {
+		t.Errorf("committed %s, want a, b, c and d before the held group", c)
+	}
+}
