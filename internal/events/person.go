@@ -88,11 +88,7 @@ func (s *Search) PersonEvents(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	f := store.EventFilter{Kind: store.EventPerson, AgentUser: actor}
-	evs, err := s.Store.SearchEvents(r.Context(), f, offset, limit)
-	if err != nil {
-		return err
-	}
-	total, err := s.Store.CountEvents(r.Context(), f, max(countCap, offset+limit+1))
+	evs, total, err := s.Store.EventPage(r.Context(), f, offset, limit, max(countCap, offset+limit+1))
 	if err != nil {
 		return err
 	}

@@ -129,11 +129,7 @@ func (s *Search) OAuthEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	offset := page * size
-	events, err := s.Store.SearchEvents(r.Context(), f, offset, size)
-	if err != nil {
-		return err
-	}
-	total, err := s.Store.CountEvents(r.Context(), f, max(countCap, offset+size+1))
+	events, total, err := s.Store.EventPage(r.Context(), f, offset, size, max(countCap, offset+size+1))
 	if err != nil {
 		return err
 	}

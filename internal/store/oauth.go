@@ -385,6 +385,9 @@ type Events interface {
 	// CountEvents counts events matching f, stopping at max (it returns max
 	// when there are more), so a count never scans a whole large table.
 	CountEvents(ctx context.Context, f EventFilter, max int) (int, error)
+	// EventPage is SearchEvents(f, offset, limit) and CountEvents(f, max)
+	// together, in fewer round trips where the store can.
+	EventPage(ctx context.Context, f EventFilter, offset, limit, max int) ([]Event, int, error)
 	// DeleteEventsBefore removes at most limit events that occurred before t
 	// and reports how many it removed (retention, in small batches).
 	DeleteEventsBefore(ctx context.Context, t time.Time, limit int) (int64, error)

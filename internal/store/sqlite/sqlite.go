@@ -179,6 +179,15 @@ func (s *Store) CountEvents(ctx context.Context, f store.EventFilter, max int) (
 	return s.DB.CountEvents(ctx, f, max)
 }
 
+// EventPage reads a page and its count once every logged event is in the
+// table.
+func (s *Store) EventPage(ctx context.Context, f store.EventFilter, offset, limit, max int) ([]store.Event, int, error) {
+	if err := s.flushEvents(ctx); err != nil {
+		return nil, 0, err
+	}
+	return s.DB.EventPage(ctx, f, offset, limit, max)
+}
+
 func (s *Store) flushEvents(ctx context.Context) error {
 	if s.file == nil || s.file.events == nil {
 		return nil

@@ -87,31 +87,79 @@ func anys(v []string) []any {
 
 // SearchEvents returns a page of events, latest first.
 func (db *DB) SearchEvents(ctx context.Context, f store.EventFilter, offset, limit int) ([]store.Event, error) {
+	out, _, err := db.searchEvents(ctx, f, offset, limit, false)
+	return out, err
+}
+
+// pageGeneration is the deletion generation (CountEvents) as a column of a
+// page: read once per statement, as it does not depend on the row; -1
+// without its row, which leaves the count to CountEvents.
+const pageGeneration = `COALESCE((SELECT generation FROM event_deletions WHERE id = 1), -1)`
+
+// searchEvents is SearchEvents; withGen also reads the deletion generation
+// in the page's statement (gen is -1 when the page is empty).
+func (db *DB) searchEvents(ctx context.Context, f store.EventFilter, offset, limit int, withGen bool) (out []store.Event, gen int64, err error) {
 	where, args := eventWhere(f)
-	rows, err := db.query(ctx, `SELECT `+eventColumns+db.eventSource(f)+where+
+	cols := eventColumns
+	if withGen {
+		cols += ", " + pageGeneration
+	}
+	rows, err := db.query(ctx, `SELECT `+cols+db.eventSource(f)+where+
 		` ORDER BY occurred DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, offset)...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
-	out := []store.Event{}
+	out = []store.Event{}
+	gen = -1
 	for rows.Next() {
 		var e store.Event
 		var occurred int64
 		var flowContext string
-		if err := rows.Scan(&e.ID, &e.Kind, &e.Type, &e.Name, &e.ClientID, &e.AppName, &e.TransactionID, &e.UserID,
-			&e.PersonID, &e.ClientIP, &e.UserAgent, &e.AgentUser, &e.Partition, &flowContext, &occurred); err != nil {
-			return nil, err
+		dest := []any{&e.ID, &e.Kind, &e.Type, &e.Name, &e.ClientID, &e.AppName, &e.TransactionID, &e.UserID,
+			&e.PersonID, &e.ClientIP, &e.UserAgent, &e.AgentUser, &e.Partition, &flowContext, &occurred}
+		if withGen {
+			dest = append(dest, &gen)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, 0, err
 		}
 		if flowContext != "{}" {
 			if err := json.Unmarshal([]byte(flowContext), &e.Context); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		e.Occurred = time.UnixMilli(occurred).UTC()
 		out = append(out, e)
 	}
-	return out, db.d.Translate(rows.Err())
+	return out, gen, db.d.Translate(rows.Err())
+}
+
+// EventPage is SearchEvents and CountEvents(f, max) in fewer statements.
+// A page that ends before limit holds the last of the matches, so its
+// length is the count. Otherwise a whole kind's search reads the deletion
+// generation with the page, and the remembered count it vouches for
+// answers without a statement of its own; it is read before the count, as
+// CountEvents reads it.
+func (db *DB) EventPage(ctx context.Context, f store.EventFilter, offset, limit, max int) ([]store.Event, int, error) {
+	whole := kindOnly(f)
+	page, gen, err := db.searchEvents(ctx, f, offset, limit, whole)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(page) < limit && (len(page) > 0 || offset == 0) {
+		return page, min(offset+len(page), max), nil
+	}
+	var n int
+	if whole && gen >= 0 {
+		n, err = db.countKind(ctx, f, max, gen)
+	} else {
+		n, err = db.CountEvents(ctx, f, max)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return page, n, nil
 }
 
 // CountEvents counts up to max matching events.
@@ -124,24 +172,35 @@ func (db *DB) SearchEvents(ctx context.Context, f store.EventFilter, offset, lim
 // generation is read before the count it vouches for: a deletion that
 // commits after that read leaves a later generation.
 func (db *DB) CountEvents(ctx context.Context, f store.EventFilter, max int) (int, error) {
-	whole := kindOnly(f)
-	var gen int64
-	if whole {
-		if err := db.queryRow(ctx, `SELECT generation FROM event_deletions WHERE id = 1`).Scan(&gen); err != nil {
-			return 0, db.scanErr(err)
-		}
-		if c, ok := db.shared.kindCounts.Load(f.Kind); ok && c.(kindCount).gen == gen && c.(kindCount).atLeast >= max {
-			return max, nil
-		}
+	if !kindOnly(f) {
+		return db.countMatches(ctx, f, max)
 	}
+	var gen int64
+	if err := db.queryRow(ctx, `SELECT generation FROM event_deletions WHERE id = 1`).Scan(&gen); err != nil {
+		return 0, db.scanErr(err)
+	}
+	return db.countKind(ctx, f, max, gen)
+}
+
+// countKind counts a whole kind's events up to max, given the deletion
+// generation read before it.
+func (db *DB) countKind(ctx context.Context, f store.EventFilter, max int, gen int64) (int, error) {
+	if c, ok := db.shared.kindCounts.Load(f.Kind); ok && c.(kindCount).gen == gen && c.(kindCount).atLeast >= max {
+		return max, nil
+	}
+	n, err := db.countMatches(ctx, f, max)
+	if err == nil && n == max {
+		db.shared.kindCounts.Store(f.Kind, kindCount{gen: gen, atLeast: n})
+	}
+	return n, err
+}
+
+func (db *DB) countMatches(ctx context.Context, f store.EventFilter, max int) (int, error) {
 	where, args := eventWhere(f)
 	var n int
 	err := db.queryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1`+db.eventSource(f)+where+` LIMIT ?) AS matched`, append(args, max)...).Scan(&n)
 	if err != nil {
 		return 0, db.scanErr(err)
-	}
-	if whole && n == max {
-		db.shared.kindCounts.Store(f.Kind, kindCount{gen: gen, atLeast: n})
 	}
 	return n, nil
 }

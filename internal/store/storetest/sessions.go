@@ -290,6 +290,66 @@ func testEventCountFollowsDeletions(t *testing.T, s store.Store) {
 	}
 }
 
+// testEventPageAgrees: EventPage answers what SearchEvents and CountEvents
+// answer, for short and full pages, past the end, at and over the count's
+// bound, and after a deletion ends a remembered count.
+func testEventPageAgrees(t *testing.T, s store.Store) {
+	base := time.Now().UTC().Truncate(time.Second)
+	var evs []store.Event
+	for i := range 30 {
+		evs = append(evs, store.Event{ID: fmt.Sprintf("p%02d", i), Kind: store.EventOAuth, Type: []string{"A", "B"}[i%2],
+			Name: "a", ClientID: []string{"one", "two", "three"}[i%3], Occurred: base.Add(time.Duration(i) * time.Millisecond)})
+	}
+	if err := s.AppendEvents(ctx(), evs...); err != nil {
+		t.Fatal(err)
+	}
+	filters := []store.EventFilter{
+		{Kind: store.EventOAuth},
+		{Kind: store.EventOAuth, ClientID: "two"},
+		{Kind: store.EventOAuth, Types: []string{"B"}},
+		{Kind: store.EventOAuth, From: base.Add(25 * time.Millisecond)},
+		{Kind: store.EventPerson},
+	}
+	check := func(why string) {
+		t.Helper()
+		for _, f := range filters {
+			for _, offset := range []int{0, 3, 9, 10, 29, 30, 40} {
+				for _, limit := range []int{1, 5, 10, 30} {
+					for _, max := range []int{4, 10, 31} {
+						want, err := s.SearchEvents(ctx(), f, offset, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						wantN, err := s.CountEvents(ctx(), f, max)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, n, err := s.EventPage(ctx(), f, offset, limit, max)
+						if err != nil || n != wantN || !cmp.Equal(got, want) {
+							t.Errorf("%s: %+v offset %d limit %d max %d: %d events, count %d, %v; want %d, %d",
+								why, f, offset, limit, max, len(got), n, err, len(want), wantN)
+						}
+					}
+				}
+			}
+		}
+	}
+	check("stored")
+	// Remembered counts of the whole kind at each bound, then a deletion.
+	for _, max := range []int{4, 10} {
+		if _, n, err := s.EventPage(ctx(), filters[0], 0, 2, max); err != nil || n != max {
+			t.Fatalf("count to %d: %d, %v", max, n, err)
+		}
+	}
+	if n, err := s.DeleteEventsBefore(ctx(), base.Add(24*time.Millisecond), 100); err != nil || n != 24 {
+		t.Fatalf("deleted %d, %v", n, err)
+	}
+	if _, n, err := s.EventPage(ctx(), filters[0], 0, 2, 10); err != nil || n != 6 {
+		t.Errorf("after the deletion: count %d, %v; want 6", n, err)
+	}
+	check("after the deletion")
+}
+
 func testDeleteExpired(t *testing.T, s store.Store) {
 	old := grant("old")
 	old.ExpiresAt = t0.UTC()

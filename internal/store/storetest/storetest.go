@@ -40,6 +40,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"Throttle", testThrottle},
 		{"Events", testEvents},
 		{"EventCountFollowsDeletions", testEventCountFollowsDeletions},
+		{"EventPageAgrees", testEventPageAgrees},
 		{"SeedFingerprint", testSeedFingerprint},
 		{"DeleteExpired", testDeleteExpired},
 		{"Scopes", testScopes},
