@@ -48,7 +48,11 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 		// after the person either, and a token is only ever active while
 		// its grant is not revoked (store.Token.Active), so a revocation
 		// that commits meanwhile still stops what this refresh issues.
-		t, g, p, err := tx.GetTokenGrantSharePerson(ctx, hash)
+		// On PostgreSQL the read takes no lock: the writes commit only
+		// if the three rows are unchanged then, the person's under the
+		// share lock, and otherwise this function runs again, locking
+		// (store.GetTokenGrantGuardPerson); it writes only through tx.
+		t, g, p, err := tx.GetTokenGrantGuardPerson(ctx, hash)
 		shared := err == nil
 		if errors.Is(err, store.ErrNotFound) {
 			// No token, or no person (one gone, or a client's own

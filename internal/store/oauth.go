@@ -208,6 +208,13 @@ type Tokens interface {
 	// person is missing, a token without a subject included: the caller
 	// then reads them one by one.
 	GetTokenGrantSharePerson(ctx context.Context, hash []byte) (Token, Grant, Person, error)
+	// GetTokenGrantGuardPerson answers as GetTokenGrantSharePerson, for a
+	// transaction that issues from what it read. A store may read without
+	// the lock and commit the transaction's writes only if the person, the
+	// token and the grant are unchanged at the commit, under the person's
+	// share lock; if they changed, Tx runs the function again (so it must
+	// be one that may run twice) with the locking read.
+	GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (Token, Grant, Person, error)
 	// RevokeToken marks one token revoked at now, if there is such a token
 	// (idempotent; nothing for an unknown one). Its caller reads the token
 	// first: reporting none would cost PostgreSQL's transaction a round trip.

@@ -94,5 +94,8 @@ func translate(err error) error {
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return fmt.Errorf("%w: %v", store.ErrConflict, err)
 	}
+	if pe != nil && pe.Code == "LK001" { // latchkey_guard_issue
+		return fmt.Errorf("%w: %v", sqlstore.ErrStaleRead, err)
+	}
 	return err
 }

@@ -67,7 +67,20 @@ type lazyTx struct {
 	// fn returns.
 	failed error
 	batch  []Stmt // reused by send
+	// guard, after a guarded read (GetTokenGrantGuardPerson), is the call
+	// of latchkey_guard_issue without its last argument (wait): the held
+	// inserts' statement ends with it, or a BEGIN sent later is followed by
+	// it. Its failure is ErrStaleRead, and Tx runs the function again with
+	// locking reads (locked).
+	guard  *heldInsert
+	locked bool // this run's reads lock: a guarded read has failed once
 }
+
+// ErrStaleRead is a guarded read's failure at its commit: what it read
+// changed (or was under a writer's lock) before the commit. Tx answers it
+// by running its function again with locking reads; a dialect's Translate
+// returns it for its guard's error.
+var ErrStaleRead = errors.New("sqlstore: a guarded read changed before its commit")
 
 type heldInsert struct {
 	q    string // with "?" placeholders
@@ -128,8 +141,14 @@ func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affec
 	if withBegin {
 		batch = append(batch, Stmt{SQL: "BEGIN"})
 	}
+	if withBegin && l.guard != nil {
+		// The guarded person's share lock comes first, as in a locking
+		// read, then what the transaction holds.
+		batch = append(batch, Stmt{SQL: db.sql(l.guard.q + ", true)"), Args: l.guard.args})
+		l.guard = nil
+	}
 	if len(l.pending) > 0 {
-		hq, hargs := db.heldStatement()
+		hq, hargs := db.heldStatement(nil)
 		l.pending = l.pending[:0]
 		batch = append(batch, Stmt{SQL: db.sql(hq), Args: hargs})
 	}
@@ -165,9 +184,13 @@ func (db *DB) txExec(ctx context.Context, q string) error {
 	return err
 }
 
-// heldStatement joins the held inserts into one statement.
-func (db *DB) heldStatement() (string, []any) {
+// heldStatement joins the held inserts into one statement; with main, a
+// statement that ends them (the guard), they all go before it.
+func (db *DB) heldStatement(main *heldInsert) (string, []any) {
 	p := db.lazy.pending
+	if main != nil {
+		p = append(p, *main)
+	}
 	if len(p) == 1 {
 		return p[0].q, p[0].args
 	}
@@ -204,15 +227,21 @@ func (db *DB) commitLazy(ctx context.Context, child *DB) error {
 			return nil // plain reads only: nothing to commit
 		}
 		// Only inserts: one statement, its own transaction, which
-		// concurrent ones share (selfcommit.go).
-		q, args := child.heldStatement()
+		// concurrent ones share (selfcommit.go). After a guarded read,
+		// the guard ends it: it never waits for a person's lock there,
+		// where it would hold up the statements it shares a commit with.
+		var guard *heldInsert
+		if l.guard != nil {
+			guard = &heldInsert{q: l.guard.q + ", false)", args: l.guard.args}
+		}
+		q, args := child.heldStatement(guard)
 		l.pending = nil
 		_, err := db.shared.selfCommits.run(ctx, db, Stmt{SQL: db.sql(q), Args: args})
 		return err
 	}
 	batch := l.batch[:0]
 	if len(l.pending) > 0 {
-		hq, hargs := child.heldStatement()
+		hq, hargs := child.heldStatement(nil)
 		l.pending = nil
 		batch = append(batch, Stmt{SQL: db.sql(hq), Args: hargs})
 	}

@@ -236,10 +236,20 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 	return db.d.Translate(tx.Commit())
 }
 
-// runLazyTx is runTx for a dialect with a Pipe (lazytx.go).
+// runLazyTx is runTx for a dialect with a Pipe (lazytx.go). A function
+// whose guarded read went stale runs once more, with locking reads: such
+// a function (a refresh's) must be one that may run twice.
 func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error) error {
+	err := db.runLazyOnce(ctx, fn, false)
+	if errors.Is(err, ErrStaleRead) {
+		err = db.runLazyOnce(ctx, fn, true)
+	}
+	return err
+}
+
+func (db *DB) runLazyOnce(ctx context.Context, fn func(store.Store) error, locked bool) error {
 	child := db.txChild(nil)
-	l := &lazyTx{}
+	l := &lazyTx{locked: locked}
 	child.lazy = l
 	defer func() {
 		if p := recover(); p != nil {

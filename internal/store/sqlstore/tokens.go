@@ -200,6 +200,47 @@ func (db *DB) GetTokenGrantSharePerson(ctx context.Context, hash []byte) (store.
 	return t, g, p, err
 }
 
+// tokenGrantPersonVersions is tokenGrantPersonQuery with the three rows'
+// versions first (PostgreSQL's xmin: latchkey_guard_issue).
+var tokenGrantPersonVersions = strings.Replace(tokenGrantPersonQuery, "SELECT ",
+	"SELECT persons.xmin::text, tokens.xmin::text, grants.xmin::text, ", 1)
+
+// GetTokenGrantGuardPerson is GetTokenGrantSharePerson for a transaction
+// that issues from what it reads (a refresh). In a lazy transaction with
+// nothing sent yet it reads without a lock, so that its writes can be one
+// statement sharing a commit; that statement commits only if the person's,
+// the token's and the grant's rows are still the versions read, the
+// person's under a share lock at the commit (latchkey_guard_issue), and
+// otherwise fails with ErrStaleRead, on which Tx runs the function again
+// with GetTokenGrantSharePerson's locking read. A statement that needs a
+// transaction begun takes the share lock and checks the versions first.
+func (db *DB) GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (store.Token, store.Grant, store.Person, error) {
+	l := db.lazy
+	if l == nil || l.locked || l.begun || len(l.pending) > 0 || l.guard != nil || l.failed != nil {
+		return db.GetTokenGrantSharePerson(ctx, hash)
+	}
+	var pv, tv, gv string
+	var pf personFields
+	var tf tokenFields
+	dest := append([]any{&pv, &tv, &gv}, pf.dest()...)
+	g, err := scanGrant(db.queryRow(ctx, tokenGrantPersonVersions, hash), append(dest, tf.dest()...)...)
+	if err != nil {
+		return store.Token{}, store.Grant{}, store.Person{}, db.scanErr(err)
+	}
+	t, err := tf.token()
+	if err != nil {
+		return t, g, store.Person{}, err
+	}
+	p, err := pf.person()
+	if err != nil {
+		return t, g, p, err
+	}
+	// Completed with its last argument, wait, where it is sent.
+	l.guard = &heldInsert{q: "SELECT latchkey_guard_issue(?, ?, ?, ?, ?, ?",
+		args: []any{p.ID, pv, hash, tv, g.ID, gv}}
+	return t, g, p, nil
+}
+
 func (db *DB) readTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
 	var f tokenFields
 	g, err := scanGrant(db.queryRow(ctx, tokenGrantQuery, hash), f.dest()...)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -126,8 +127,8 @@ func testTokenGrantSharePerson(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(st store.Store) error {
-		gotT, gotG, gotP, err := st.GetTokenGrantSharePerson(ctx(), []byte("r1"))
+	checkRead := func(read func(context.Context, []byte) (store.Token, store.Grant, store.Person, error)) error {
+		gotT, gotG, gotP, err := read(ctx(), []byte("r1"))
 		if err != nil {
 			return err
 		}
@@ -141,8 +142,17 @@ func testTokenGrantSharePerson(t *testing.T, s store.Store) {
 			t.Errorf("person (-want +got):\n%s", d)
 		}
 		for _, h := range []string{"r-gone", "r-own", "nope"} {
-			if _, _, _, err := st.GetTokenGrantSharePerson(ctx(), []byte(h)); !errors.Is(err, store.ErrNotFound) {
+			if _, _, _, err := read(ctx(), []byte(h)); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("token %s: %v, want ErrNotFound", h, err)
+			}
+		}
+		return nil
+	}
+	check := func(st store.Store) error {
+		for _, read := range []func(context.Context, []byte) (store.Token, store.Grant, store.Person, error){
+			st.GetTokenGrantSharePerson, st.GetTokenGrantGuardPerson} {
+			if err := checkRead(read); err != nil {
+				return err
 			}
 		}
 		return nil
