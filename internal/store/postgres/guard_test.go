@@ -27,6 +27,19 @@ func refreshWrites(ctx context.Context, tx store.Store, grantID, tokenID string)
 		ClientID: "c1", Occurred: now})
 }
 
+// guardedStore opens a store holding activePerson, and a plain
+// connection pool to its database for changes behind its back.
+func guardedStore(t *testing.T) (*Store, *sql.DB) {
+	dsn := pgtest.NewDatabase(t)
+	s := openWithPerson(t, dsn)
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return s, raw
+}
+
 // TestGuardedReadRunsAgainWhenItWentStale: a refresh-like transaction reads
 // with GetTokenGrantGuardPerson, then something changes the person, the
 // token or the grant before its writes commit (or holds the person's row
@@ -35,13 +48,7 @@ func refreshWrites(ctx context.Context, tx store.Store, grantID, tokenID string)
 // change, and only what that run decides is stored. A rotation's UPDATE,
 // which begins the transaction, checks the guard first.
 func TestGuardedReadRunsAgainWhenItWentStale(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	s := openWithPerson(t, dsn)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	s, raw := guardedStore(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
 	exec := func(q string, args ...any) {
@@ -146,13 +153,7 @@ func TestGuardedReadRunsAgainWhenItWentStale(t *testing.T) {
 // either: the function runs again, its locking read waits for the writer,
 // and sees what it committed.
 func TestGuardedReadDoesNotCommitUnderAWritersLock(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	s := openWithPerson(t, dsn)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	s, raw := guardedStore(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
 	if err := s.CreateGrant(ctx, store.Grant{ID: "g1", ClientID: "c1", Subject: "p1", CreatedAt: now,

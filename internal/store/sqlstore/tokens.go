@@ -186,9 +186,15 @@ func (db *DB) GetTokenGrantSharePerson(ctx context.Context, hash []byte) (store.
 	if db.d.ForShare != "" {
 		q += db.d.ForShare + ` OF persons`
 	}
+	return db.scanTokenGrantPerson(db.queryRowWrite(ctx, q, hash))
+}
+
+// scanTokenGrantPerson scans a row of tokenGrantPersonQuery's columns,
+// after the columns that before names.
+func (db *DB) scanTokenGrantPerson(row scanner, before ...any) (store.Token, store.Grant, store.Person, error) {
 	var pf personFields
 	var tf tokenFields
-	g, err := scanGrant(db.queryRowWrite(ctx, q, hash), append(pf.dest(), tf.dest()...)...)
+	g, err := scanGrant(row, append(append(before, pf.dest()...), tf.dest()...)...)
 	if err != nil {
 		return store.Token{}, store.Grant{}, store.Person{}, db.scanErr(err)
 	}
@@ -220,18 +226,7 @@ func (db *DB) GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (store.
 		return db.GetTokenGrantSharePerson(ctx, hash)
 	}
 	var pv, tv, gv string
-	var pf personFields
-	var tf tokenFields
-	dest := append([]any{&pv, &tv, &gv}, pf.dest()...)
-	g, err := scanGrant(db.queryRow(ctx, tokenGrantPersonVersions, hash), append(dest, tf.dest()...)...)
-	if err != nil {
-		return store.Token{}, store.Grant{}, store.Person{}, db.scanErr(err)
-	}
-	t, err := tf.token()
-	if err != nil {
-		return t, g, store.Person{}, err
-	}
-	p, err := pf.person()
+	t, g, p, err := db.scanTokenGrantPerson(db.queryRow(ctx, tokenGrantPersonVersions, hash), &pv, &tv, &gv)
 	if err != nil {
 		return t, g, p, err
 	}
