@@ -76,6 +76,21 @@ func runErr(ctx context.Context, g *selfCommits, db *DB, q string) error {
 	return err
 }
 
+// holdGroup runs the statement "wait" in a group of its own and returns
+// once the fake server holds it (until s.release closes), with the channel
+// of its outcome.
+func holdGroup(ctx context.Context, g *selfCommits, db *DB, s *fakeServer) <-chan error {
+	first := make(chan error, 1)
+	go func() { first <- runErr(ctx, g, db, "wait") }()
+	<-s.waiting
+	return first
+}
+
+// newHeldServer is a fake server that holds the statement "wait".
+func newHeldServer() *fakeServer {
+	return &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+}
+
 func newFakeDB(s *fakeServer) *DB {
 	d := &Dialect{Name: "fake", Translate: func(err error) error { return err },
 		Pipe: func(context.Context) (Pipe, error) { return fakePipe{s}, nil }}
@@ -87,15 +102,13 @@ func newFakeDB(s *fakeServer) *DB {
 // its statements again one by one, so each caller gets its own outcome;
 // an unknown outcome reaches every caller of the group.
 func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
-	s := &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+	s := newHeldServer()
 	db := newFakeDB(s)
 	g := &db.shared.selfCommits
 	g.maxRunners, g.maxGroup, g.stallAfter = 1, 16, time.Hour
 	ctx := context.Background()
 
-	first := make(chan error, 1)
-	go func() { first <- runErr(ctx, g, db, "wait") }()
-	<-s.waiting // the only runner is busy: what comes now queues
+	first := holdGroup(ctx, g, db, s) // the only runner is busy: what comes now queues
 	queued := func(n int) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); ; {
@@ -142,8 +155,7 @@ func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
 
 	// A group that commits: each caller gets its own statement's count.
 	s.release = make(chan struct{})
-	go func() { first <- runErr(ctx, g, db, "wait") }()
-	<-s.waiting
+	first = holdGroup(ctx, g, db, s)
 	counts := make([]int64, 3)
 	for i, q := range []string{"p", "q", "r"} {
 		wg.Add(1)
@@ -164,8 +176,7 @@ func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
 
 	// A lost connection: no caller is told its statement committed.
 	s.release = make(chan struct{})
-	go func() { first <- runErr(ctx, g, db, "wait") }()
-	<-s.waiting
+	first = holdGroup(ctx, g, db, s)
 	for i, q := range []string{"d", "lost"} {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = runErr(ctx, g, db, q) }()
@@ -194,14 +205,12 @@ func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
 // TestSelfCommitsStalledGroup: a statement queued behind a runner that is
 // held up (a lock) starts a group of its own and commits meanwhile.
 func TestSelfCommitsStalledGroup(t *testing.T) {
-	s := &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+	s := newHeldServer()
 	db := newFakeDB(s)
 	g := &db.shared.selfCommits
 	g.maxRunners, g.stallAfter = 1, time.Millisecond
 	ctx := context.Background()
-	first := make(chan error, 1)
-	go func() { first <- runErr(ctx, g, db, "wait") }()
-	<-s.waiting
+	first := holdGroup(ctx, g, db, s)
 	if err := runErr(ctx, g, db, "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -217,13 +226,11 @@ func TestSelfCommitsStalledGroup(t *testing.T) {
 // TestSelfCommitsCanceledWhileQueued: a caller gone before its group ran
 // gets its context's error and writes nothing.
 func TestSelfCommitsCanceledWhileQueued(t *testing.T) {
-	s := &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+	s := newHeldServer()
 	db := newFakeDB(s)
 	g := &db.shared.selfCommits
 	g.maxRunners, g.stallAfter = 1, time.Hour
-	first := make(chan error, 1)
-	go func() { first <- runErr(context.Background(), g, db, "wait") }()
-	<-s.waiting
+	first := holdGroup(context.Background(), g, db, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	res := make(chan error, 1)
 	go func() { res <- runErr(ctx, g, db, "gone") }()
@@ -252,14 +259,12 @@ func TestSelfCommitsCanceledWhileQueued(t *testing.T) {
 // do not pile up runners); those others, behind the same held runner,
 // start groups of their own and commit.
 func TestSelfCommitsStalledRunnersLeaveNoneBehind(t *testing.T) {
-	s := &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
+	s := newHeldServer()
 	db := newFakeDB(s)
 	g := &db.shared.selfCommits
 	g.maxRunners, g.maxGroup, g.stallAfter = 1, 1, time.Millisecond
 	ctx := context.Background()
-	first := make(chan error, 1)
-	go func() { first <- runErr(ctx, g, db, "wait") }()
-	<-s.waiting
+	first := holdGroup(ctx, g, db, s)
 	names := []string{"a", "b", "c", "d"}
 	errs := make(chan error, len(names))
 	for _, q := range names {
