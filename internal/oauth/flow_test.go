@@ -365,6 +365,7 @@ func TestConcurrentCodeExchangeIssuesOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		statuses := map[int]int{}
+		var won []byte
 		start := make(chan struct{})
 		for range 20 {
 			wg.Add(1)
@@ -379,16 +380,35 @@ func TestConcurrentCodeExchangeIssuesOnce(t *testing.T) {
 					t.Error(err)
 					return
 				}
+				body, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
+				if err != nil {
+					t.Error(err)
+				}
 				mu.Lock()
 				statuses[resp.StatusCode]++
+				if resp.StatusCode == 200 {
+					won = body
+				}
 				mu.Unlock()
 			}()
 		}
 		close(start)
 		wg.Wait()
 		if statuses[200] != 1 || statuses[400] != 19 {
-			t.Errorf("statuses %v: want exactly one 200 and 19 400s", statuses)
+			t.Fatalf("statuses %v: want exactly one 200 and 19 400s", statuses)
+		}
+		// Each loser saw the code used by the winner's commit, so found
+		// its grant and revoked it (RFC 9700 section 4.5).
+		var tok struct {
+			RefreshToken string `json:"refresh_token"`
+		}
+		if err := json.Unmarshal(won, &tok); err != nil || tok.RefreshToken == "" {
+			t.Fatalf("the winner's answer %s: %v", won, err)
+		}
+		r := post(t, s, "/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}, "web", webSecret)
+		if r.status != 400 || r.json["error"] != "invalid_grant" {
+			t.Errorf("the winner's refresh token after the replays: %d %v, want invalid_grant", r.status, r.json)
 		}
 	})
 }

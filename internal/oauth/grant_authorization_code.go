@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -32,6 +33,7 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 	var subject string
 	var refused *refusal
 	err := s.Store.Tx(ctx, func(tx store.Store) error {
+		refused = nil // the function may run twice (UseAuthCodeGuardPerson)
 		err := s.exchange(ctx, f, tx, client, form, hash, now, &resp, &subject)
 		if errors.As(err, &refused) {
 			return nil // commit: the failed exchange still burns the code
@@ -71,7 +73,13 @@ func (s *Service) exchange(ctx context.Context, f request.Facts, tx store.Store,
 	}
 	// Using the code first makes it single-use whatever happens next:
 	// a failed exchange burns it (RFC 6749 section 4.1.2: one use only).
-	c, err := tx.UseAuthCode(ctx, hash, now)
+	// The person is read with it, as lockPerson does: the authority over
+	// the status (authflow decided on a read made before the code). The
+	// store may read both without a lock and commit this function's
+	// writes only if the code's use was the first and the person is
+	// unchanged then; otherwise this function runs again, locking. It
+	// writes only through tx.
+	c, p, err := tx.UseAuthCodeGuardPerson(ctx, hash, now)
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return errCodeReplay{grantID: c.GrantID}
@@ -93,16 +101,16 @@ func (s *Service) exchange(ctx context.Context, f request.Facts, tx store.Store,
 	if desc := checkVerifier(c, form["code_verifier"]); desc != "" {
 		return invalid(events.TokenRequestInvalidPKCEVerifier, desc)
 	}
+	if p.ID == "" || !identity.MaySignIn(p.Status) {
+		// Gone, or blocked since the code was issued.
+		return invalid(events.TokenRequestInvalidGrant, "The account of the authorization code cannot sign in.")
+	}
 	var g store.Grant
 	*resp, g, err = s.mint(ctx, tx, issue{
 		client: client, subject: c.Subject, scopes: c.Scopes, requested: c.Scopes,
 		authLevel: c.AuthLevel, amr: c.AMR, data: c.Data,
-		refresh: issuesRefresh(client),
+		refresh: issuesRefresh(client), person: &p,
 	})
-	if errors.Is(err, errPersonInactive) {
-		// Blocked or deleted after the code was issued.
-		return invalid(events.TokenRequestInvalidGrant, "The account of the authorization code cannot sign in.")
-	}
 	if err != nil {
 		return err
 	}

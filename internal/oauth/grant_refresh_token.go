@@ -120,8 +120,11 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 				return err
 			}
 		}
+		if person != nil && person.ID != g.Subject {
+			person = nil // (another grant's: see above)
+		}
 		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-			grant: &g, refresh: rotate, personLocked: person != nil && person.ID == g.Subject})
+			grant: &g, refresh: rotate, person: person})
 		if errors.Is(err, errPersonInactive) {
 			return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 		}

@@ -34,9 +34,10 @@ type issue struct {
 	refresh   bool // issue a refresh token
 	grant     *store.Grant
 	requested []string // scopes the request named, to decide whether to echo scope
-	// personLocked: the caller already holds the person's row (lockPerson)
-	// in this transaction and checked the status.
-	personLocked bool
+	// person: the caller read the person in this transaction under its
+	// lock (lockPerson) or its store's guard, and checked the status;
+	// nil: mint locks the person.
+	person *store.Person
 }
 
 // errPersonInactive: the person an issuance is for may no longer sign in
@@ -82,7 +83,9 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		subject = is.grant.Subject
 	}
 	var person store.Person
-	if !is.personLocked {
+	if is.person != nil {
+		person = *is.person
+	} else {
 		var err error
 		if person, err = lockPerson(ctx, st, subject); err != nil {
 			return nil, store.Grant{}, err
@@ -205,11 +208,6 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		resp.Scope = joinScopes(is.scopes)
 	}
 	if s.Keys != nil && g.Subject != "" && slices.Contains(is.scopes, ScopeOpenID) {
-		if person.ID == "" { // the caller locked it: read it in the same transaction
-			if person, err = st.GetPerson(ctx, g.Subject); err != nil {
-				return nil, g, err
-			}
-		}
 		if resp.IDToken, err = s.idToken(ctx, st, person, is.client, g, is.scopes, data, access, is.grant == nil, now); err != nil {
 			return nil, g, err
 		}

@@ -235,6 +235,14 @@ type Tokens interface {
 	// c.GrantID), ErrNotFound when unknown. Exactly one of many concurrent
 	// calls succeeds.
 	UseAuthCode(ctx context.Context, hash []byte, now time.Time) (AuthCode, error)
+	// UseAuthCodeGuardPerson is UseAuthCode after a read of the code's
+	// person as SharePerson does (the person is zero when gone), for a
+	// transaction that issues from what it read. A store may read both
+	// without a lock and commit the transaction's writes only if its use
+	// of the code is the first and the person is unchanged at the commit,
+	// under the person's share lock; otherwise Tx runs the function again
+	// (so it must be one that may run twice) with locking reads.
+	UseAuthCodeGuardPerson(ctx context.Context, hash []byte, now time.Time) (AuthCode, Person, error)
 	// SetAuthCodeGrant records the grant an exchanged code created
 	// (ErrNotFound: no such code). Inside a transaction that has used the
 	// code, PostgreSQL sends it with the transaction's next statement, and

@@ -94,7 +94,7 @@ func translate(err error) error {
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return fmt.Errorf("%w: %v", store.ErrConflict, err)
 	}
-	if pe != nil && pe.Code == "LK001" { // latchkey_guard_issue
+	if pe != nil && pe.Code == "LK001" { // latchkey_guard_issue, latchkey_guard_code
 		return fmt.Errorf("%w: %v", sqlstore.ErrStaleRead, err)
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -67,12 +68,17 @@ type lazyTx struct {
 	// fn returns.
 	failed error
 	batch  []Stmt // reused by send
-	// guard, after a guarded read (GetTokenGrantGuardPerson), is the call
-	// of latchkey_guard_issue without its last argument (wait): the held
+	// guard, after a guarded read (GetTokenGrantGuardPerson,
+	// UseAuthCodeGuardPerson), is the call of its guard function
+	// (latchkey_guard_issue, latchkey_guard_code) without its last
+	// argument (wait): the held
 	// inserts' statement ends with it, or a BEGIN sent later is followed by
 	// it. Its failure is ErrStaleRead, and Tx runs the function again with
 	// locking reads (locked).
-	guard  *heldInsert
+	guard *heldInsert
+	// use is a guarded code's use (UseAuthCodeGuardPerson), held: the
+	// statement of the guard it goes with reads its rows as "burn".
+	use    *codeUse
 	locked bool // this run's reads lock: a guarded read has failed once
 }
 
@@ -144,8 +150,8 @@ func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affec
 	if withBegin && l.guard != nil {
 		// The guarded person's share lock comes first, as in a locking
 		// read, then what the transaction holds.
-		batch = append(batch, Stmt{SQL: db.sql(l.guard.q + ", true)"), Args: l.guard.args})
-		l.guard = nil
+		gq, gargs := db.guardStatement(true)
+		batch = append(batch, Stmt{SQL: db.sql(gq), Args: gargs})
 	}
 	if len(l.pending) > 0 {
 		hq, hargs := db.heldStatement(nil)
@@ -185,20 +191,52 @@ func (db *DB) txExec(ctx context.Context, q string) error {
 }
 
 // heldStatement joins the held inserts into one statement; with main, a
-// statement that ends them (the guard), they all go before it.
+// statement that ends them, they all go before it.
 func (db *DB) heldStatement(main *heldInsert) (string, []any) {
-	p := db.lazy.pending
-	if main != nil {
-		p = append(p, *main)
+	return joinHeld(nil, db.lazy.pending, main)
+}
+
+// guardStatement is the statement of a guarded read's guard, which takes
+// it out of the transaction: the code's held use first, then with
+// wait = false (a statement that commits itself) the held inserts, and
+// the guard's call last.
+func (db *DB) guardStatement(wait bool) (string, []any) {
+	l := db.lazy
+	call := heldInsert{q: l.guard.q + ", " + strconv.FormatBool(wait) + ")", args: l.guard.args}
+	var use *heldInsert
+	if l.use != nil {
+		u := l.use.statement(wait)
+		use = &u
 	}
-	if len(p) == 1 {
-		return p[0].q, p[0].args
+	var held []heldInsert
+	if !wait {
+		held = l.pending
+	}
+	l.guard, l.use = nil, nil
+	return joinHeld(use, held, &call)
+}
+
+// joinHeld makes one statement of held's parts and main's, or of held's
+// alone with its last part the main statement: a WITH whose parts are
+// named helda, heldb… after use, named burn.
+func joinHeld(use *heldInsert, held []heldInsert, main *heldInsert) (string, []any) {
+	if main == nil {
+		main, held = &held[len(held)-1], held[:len(held)-1]
+	}
+	if use == nil && len(held) == 0 {
+		return main.q, main.args
 	}
 	var b strings.Builder
 	var args []any
 	b.WriteString("WITH ")
-	for i, h := range p[:len(p)-1] {
-		if i > 0 {
+	if use != nil {
+		b.WriteString("burn AS (")
+		b.WriteString(use.q)
+		b.WriteString(")")
+		args = append(args, use.args...)
+	}
+	for i, h := range held {
+		if i > 0 || use != nil {
 			b.WriteString(", ")
 		}
 		b.WriteString("held")
@@ -209,10 +247,9 @@ func (db *DB) heldStatement(main *heldInsert) (string, []any) {
 		b.WriteString(")")
 		args = append(args, h.args...)
 	}
-	last := p[len(p)-1]
 	b.WriteString(" ")
-	b.WriteString(last.q)
-	return b.String(), append(args, last.args...)
+	b.WriteString(main.q)
+	return b.String(), append(args, main.args...)
 }
 
 // commitLazy ends a lazy transaction whose function succeeded: its held
@@ -223,18 +260,21 @@ func (db *DB) commitLazy(ctx context.Context, child *DB) error {
 		return rollbackLazy(ctx, l, l.failed)
 	}
 	if !l.begun {
-		if len(l.pending) == 0 {
+		if len(l.pending) == 0 && l.use == nil {
 			return nil // plain reads only: nothing to commit
 		}
 		// Only inserts: one statement, its own transaction, which
 		// concurrent ones share (selfcommit.go). After a guarded read,
-		// the guard ends it: it never waits for a person's lock there,
-		// where it would hold up the statements it shares a commit with.
-		var guard *heldInsert
+		// the guard ends it: it never waits for a lock there (a person's,
+		// a code's), where it would hold up the statements it shares a
+		// commit with.
+		var q string
+		var args []any
 		if l.guard != nil {
-			guard = &heldInsert{q: l.guard.q + ", false)", args: l.guard.args}
+			q, args = child.guardStatement(false)
+		} else {
+			q, args = child.heldStatement(nil)
 		}
-		q, args := child.heldStatement(guard)
 		l.pending = nil
 		_, err := db.shared.selfCommits.run(ctx, db, Stmt{SQL: db.sql(q), Args: args})
 		return err

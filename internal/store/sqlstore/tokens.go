@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -310,20 +311,35 @@ const codeColumns = `hash, client_id, subject, redirect_uri, scopes, code_challe
 	auth_level, amr, data, issued_at, expires_at, used_at, grant_id`
 
 func scanCode(s scanner) (store.AuthCode, error) {
-	var c store.AuthCode
-	var scopes, amr string
-	var issued, expires, used int64
-	if err := s.Scan(&c.Hash, &c.ClientID, &c.Subject, &c.RedirectURI, &scopes, &c.CodeChallenge,
-		&c.CodeChallengeMethod, &c.AuthLevel, &amr, &c.Data, &issued, &expires, &used, &c.GrantID); err != nil {
-		return c, err
+	var f codeFields
+	if err := s.Scan(f.dest()...); err != nil {
+		return f.c, err
 	}
+	return f.code()
+}
+
+// codeFields are the scan destinations of codeColumns.
+type codeFields struct {
+	c                     store.AuthCode
+	scopes, amr           string
+	issued, expires, used int64
+}
+
+func (f *codeFields) dest() []any {
+	c := &f.c
+	return []any{&c.Hash, &c.ClientID, &c.Subject, &c.RedirectURI, &f.scopes, &c.CodeChallenge,
+		&c.CodeChallengeMethod, &c.AuthLevel, &f.amr, &c.Data, &f.issued, &f.expires, &f.used, &c.GrantID}
+}
+
+func (f *codeFields) code() (store.AuthCode, error) {
+	c := f.c
 	var err error
-	if c.Scopes, err = fromList(scopes); err != nil {
+	if c.Scopes, err = fromList(f.scopes); err != nil {
 		return c, err
 	}
-	c.AMR, err = fromList(amr)
+	c.AMR, err = fromList(f.amr)
 	c.Data = fromBlob(c.Data)
-	c.IssuedAt, c.ExpiresAt, c.UsedAt = fromMicros(issued), fromMicros(expires), fromMicros(used)
+	c.IssuedAt, c.ExpiresAt, c.UsedAt = fromMicros(f.issued), fromMicros(f.expires), fromMicros(f.used)
 	return c, err
 }
 
@@ -351,10 +367,108 @@ func (db *DB) UseAuthCode(ctx context.Context, hash []byte, now time.Time) (stor
 	return c, store.ErrConflict
 }
 
+// codePersonQuery reads a code and its person; codePersonVersion, the
+// person's version first (PostgreSQL's xmin: latchkey_guard_code).
+var (
+	codePersonQuery = `SELECT ` + qualify("auth_codes", codeColumns) + `, ` + qualify("persons", personColumns) +
+		` FROM auth_codes JOIN persons ON persons.id = auth_codes.subject WHERE auth_codes.hash = ?`
+	codePersonVersion = strings.Replace(codePersonQuery, "SELECT ", "SELECT persons.xmin::text, ", 1)
+)
+
+// UseAuthCodeGuardPerson reads the code and its person, the person's row
+// under a share lock, then uses the code (UseAuthCode): the order of a
+// person's erasure, which locks the person and then deletes the codes.
+//
+// In a lazy transaction with nothing sent yet it reads both without a
+// lock and holds the use (codeUse), so that the transaction's writes are
+// one statement sharing a commit. That statement begins with the use and
+// commits only if the use updated the code — no other exchange used it
+// since the read — and the person's row is still the version read, under
+// a share lock (latchkey_guard_code); otherwise it fails with
+// ErrStaleRead, on which Tx runs the function again with locking reads.
+// The code's SetAuthCodeGrant joins the held use.
+func (db *DB) UseAuthCodeGuardPerson(ctx context.Context, hash []byte, now time.Time) (store.AuthCode, store.Person, error) {
+	l := db.lazy
+	guarded := l != nil && !l.locked && !l.begun && len(l.pending) == 0 && l.guard == nil && l.failed == nil
+	var version string
+	var cf codeFields
+	var pf personFields
+	var err error
+	switch {
+	case guarded:
+		err = db.queryRow(ctx, codePersonVersion, hash).Scan(append(append([]any{&version}, cf.dest()...), pf.dest()...)...)
+	case db.d.ForShare != "":
+		err = db.queryRowWrite(ctx, codePersonQuery+db.d.ForShare+` OF persons`, hash).Scan(append(cf.dest(), pf.dest()...)...)
+	default:
+		err = db.queryRowWrite(ctx, codePersonQuery, hash).Scan(append(cf.dest(), pf.dest()...)...)
+	}
+	var c store.AuthCode
+	var p store.Person
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// No code, or its person is gone: the code alone.
+		c, err = scanCode(db.queryRow(ctx, `SELECT `+codeColumns+` FROM auth_codes WHERE hash = ?`, hash))
+		if err != nil {
+			return c, p, db.scanErr(err)
+		}
+	case err != nil:
+		return c, p, db.scanErr(err)
+	default:
+		if c, err = cf.code(); err != nil {
+			return c, p, err
+		}
+		if p, err = pf.person(); err != nil {
+			return c, p, err
+		}
+	}
+	if !c.UsedAt.IsZero() {
+		return c, store.Person{}, store.ErrConflict // used_at never goes back to 0
+	}
+	if !guarded {
+		c, err = db.UseAuthCode(ctx, hash, now)
+		return c, p, err
+	}
+	l.use = &codeUse{hash: hash, at: micros(now)}
+	var id, v any // NULL: the person is gone, the exchange is refused
+	if p.ID != "" {
+		id, v = p.ID, version
+	}
+	l.guard = &heldInsert{q: "SELECT latchkey_guard_code((SELECT count(*) FROM burn), ?, ?", args: []any{id, v}}
+	c.UsedAt = fromMicros(micros(now))
+	return c, p, nil
+}
+
+// codeUse is a guarded code's use, held: the first part of the statement
+// the transaction's guard ends (as "burn"), or sent with its BEGIN.
+type codeUse struct {
+	hash    []byte
+	at      int64
+	grantID string
+}
+
+// statement is the use as a WITH's part. wait: in a transaction already
+// begun, which waits for the code's row; sharing a commit, a row another
+// transaction holds is skipped, so the guard finds the code unused and
+// fails, and the function runs again in a transaction of its own.
+func (u *codeUse) statement(wait bool) heldInsert {
+	q := `UPDATE auth_codes SET used_at = ?, grant_id = ? WHERE hash = (SELECT hash FROM auth_codes
+		WHERE hash = ? AND used_at = 0 FOR UPDATE SKIP LOCKED) RETURNING 1`
+	if wait {
+		q = `UPDATE auth_codes SET used_at = ?, grant_id = ? WHERE hash = ? AND used_at = 0 RETURNING 1`
+	}
+	return heldInsert{q: q, args: []any{u.at, u.grantID, u.hash}}
+}
+
 // SetAuthCodeGrant records the grant an exchanged code created.
 func (db *DB) SetAuthCodeGrant(ctx context.Context, hash []byte, grantID string) error {
 	const q = `UPDATE auth_codes SET grant_id = ? WHERE hash = ?`
 	if db.lazy != nil {
+		if u := db.lazy.use; u != nil && bytes.Equal(u.hash, hash) {
+			// Not a second update of the row in the statement of its
+			// use, which PostgreSQL would apply only one of.
+			u.grantID = grantID
+			return nil
+		}
 		// The transaction has used this code (UseAuthCode): the update
 		// goes with its held inserts, the grant's among them.
 		return db.writeOrHold(ctx, q, grantID, hash)

@@ -80,6 +80,7 @@ func RunConcurrencyTests(t *testing.T, newStore NewStore) {
 		{"AssertionIDRace", testAssertionIDRace},
 		{"ConfigUnitRace", testConfigUnitRace},
 		{"AuthCodeRace", testAuthCodeRace},
+		{"AuthCodeGuardPerson", testAuthCodeGuardPerson},
 		{"RefreshTokenRace", testRefreshRace},
 		{"UsageLimitRace", testUsageLimitRace},
 		{"ThrottleRace", testThrottleRace},

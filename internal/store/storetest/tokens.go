@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -326,5 +328,102 @@ func testAuthCodeRace(t *testing.T, s store.Store) {
 	wins := race(t, 20, func() error { _, err := s.UseAuthCode(ctx(), []byte("c1"), t0); return err }, store.ErrConflict)
 	if wins != 1 {
 		t.Errorf("%d of 20 concurrent exchanges of one code succeeded, want 1", wins)
+	}
+}
+
+// testAuthCodeGuardPerson: an exchange's use of its code, with the code's
+// person, inside a transaction: the grant set in it goes with the use, a
+// transaction that writes nothing else (a refused exchange) still uses the
+// code, a code whose person is gone comes with none, and of concurrent
+// exchanges of one code exactly one commits, its grant the code's.
+func testAuthCodeGuardPerson(t *testing.T, s store.Store) {
+	if err := s.CreatePerson(ctx(), person("p1", "jane@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	wantP, err := s.GetPerson(ctx(), "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := code("c-gone")
+	gone.Subject = "p-gone"
+	for _, c := range []store.AuthCode{code("c1"), code("c-refused"), gone, code("c-race")} {
+		if err := s.CreateAuthCode(ctx(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// exchange uses hash in a transaction and, unless refuse, writes a
+	// grant of its own and records it on the code.
+	exchange := func(hash, grantID string, refuse bool) (store.AuthCode, store.Person, error) {
+		var c store.AuthCode
+		var p store.Person
+		err := s.Tx(ctx(), func(tx store.Store) error {
+			var err error
+			if c, p, err = tx.UseAuthCodeGuardPerson(ctx(), []byte(hash), t0); err != nil || refuse {
+				return err
+			}
+			g := grant(grantID)
+			if err := tx.CreateGrant(ctx(), g); err != nil {
+				return err
+			}
+			return tx.SetAuthCodeGrant(ctx(), []byte(hash), grantID)
+		})
+		return c, p, err
+	}
+	c, p, err := exchange("c1", "g1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := code("c1")
+	want.UsedAt = t0.UTC()
+	if d := cmp.Diff(want, c); d != "" {
+		t.Errorf("code (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantP, p); d != "" {
+		t.Errorf("person (-want +got):\n%s", d)
+	}
+	if got, err := s.UseAuthCode(ctx(), []byte("c1"), t0); !errors.Is(err, store.ErrConflict) || got.GrantID != "g1" {
+		t.Errorf("after the exchange: %+v, %v; want the code with grant g1 and ErrConflict", got, err)
+	}
+	if _, _, err := exchange("c1", "g1-again", false); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("second exchange: %v, want ErrConflict", err)
+	}
+	if _, err := s.GetGrant(ctx(), "g1-again"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the second exchange's grant: %v, want none", err)
+	}
+	if _, _, err := exchange("c-refused", "", true); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.UseAuthCode(ctx(), []byte("c-refused"), t0); !errors.Is(err, store.ErrConflict) || got.GrantID != "" {
+		t.Errorf("after a refused exchange: %+v, %v; want the code used, without a grant", got, err)
+	}
+	if c, p, err := exchange("c-gone", "", true); err != nil || c.Subject != "p-gone" || p.ID != "" {
+		t.Errorf("code of a person gone: %q, person %q, %v; want the code and no person", c.Subject, p.ID, err)
+	}
+	if _, err := s.UseAuthCode(ctx(), []byte("c-gone"), t0); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("the code of a person gone was not used: %v", err)
+	}
+	if _, _, err := exchange("nope", "", true); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown code: %v", err)
+	}
+	var n atomic.Int32
+	wins := race(t, 20, func() error {
+		_, _, err := exchange("c-race", fmt.Sprintf("g-race-%d", n.Add(1)), false)
+		return err
+	}, store.ErrConflict)
+	if wins != 1 {
+		t.Errorf("%d of 20 concurrent exchanges of one code committed, want 1", wins)
+	}
+	got, err := s.UseAuthCode(ctx(), []byte("c-race"), t0)
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("after the race: %v", err)
+	}
+	if _, err := s.GetGrant(ctx(), got.GrantID); err != nil {
+		t.Errorf("the code's grant %q: %v", got.GrantID, err)
+	}
+	for i := 1; i <= 20; i++ {
+		id := fmt.Sprintf("g-race-%d", i)
+		if _, err := s.GetGrant(ctx(), id); err == nil && id != got.GrantID {
+			t.Errorf("grant %s of a losing exchange was stored", id)
+		}
 	}
 }
