@@ -71,7 +71,8 @@ func (p *Pages) Session(r *http.Request) (store.Session, bool) {
 	if err != nil || len(c.Value) > 128 {
 		return store.Session{}, false
 	}
-	s, err := p.Store.GetSession(r.Context(), p.Hasher.HashOf(token.Session, c.Value))
+	// With its person: the authorization endpoint's next read (oauth.Next).
+	s, err := p.Store.GetSessionPerson(r.Context(), p.Hasher.HashOf(token.Session, c.Value))
 	if err != nil || !p.Now().Before(s.ExpiresAt) {
 		return store.Session{}, false
 	}

@@ -165,7 +165,13 @@ func (s *Service) Next(ctx context.Context, client store.Client, ar *AuthorizeRe
 		ConsentRequired: client.ConsentRequired || forceConsent, ConsentEveryTime: ar.DeviceUserCode != "" || forceConsent,
 		Consented: consented}
 	if sess != nil {
-		p, err := s.Store.GetPerson(ctx, sess.PersonID)
+		var p store.Person
+		var err error
+		if sess.Person != nil && sess.Person.ID == sess.PersonID {
+			p = *sess.Person // read with the session
+		} else {
+			p, err = s.Store.GetPerson(ctx, sess.PersonID)
+		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			p = store.Person{ID: sess.PersonID} // deleted: no status signs in

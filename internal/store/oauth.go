@@ -275,6 +275,9 @@ type Session struct {
 	// of its end-session endpoint); nil when none.
 	IdPID           string
 	UpstreamIDToken []byte
+	// Person is the session's person as GetSessionPerson read it; nil
+	// from the other reads, and when the person is gone.
+	Person *Person
 }
 
 // PersonRevocation counts what RevokePerson ended.
@@ -292,6 +295,8 @@ type Sessions interface {
 
 	CreateSession(ctx context.Context, s Session) error
 	GetSession(ctx context.Context, hash []byte) (Session, error)
+	// GetSessionPerson is GetSession with Session.Person read with it.
+	GetSessionPerson(ctx context.Context, hash []byte) (Session, error)
 	DeleteSession(ctx context.Context, hash []byte) error
 	UpdateSession(ctx context.Context, hash []byte, fn func(Session) (Session, error)) error
 	// ListSessions returns a person's sessions that have not expired at
