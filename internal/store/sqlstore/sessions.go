@@ -245,15 +245,12 @@ func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
 // callers, and its replay after a crash may carry events that were indexed
 // before the crash.
 func (db *DB) IndexEvents(ctx context.Context, es ...store.Event) error {
-	return db.insertEvents(ctx, es, " ON CONFLICT (id) DO NOTHING", false)
+	return db.insertEvents(ctx, es, eventIndexSuffix, false)
 }
 
 // insertEvents inserts es, one row per statement or many, each statement
 // ending in suffix.
 func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string, perRow bool) error {
-	const cols = `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
-			person_id, client_ip, user_agent, agent_user, partition_id, context, occurred) VALUES `
-	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if err := store.CheckEventKinds(es); err != nil {
 		return err
 	}
@@ -267,33 +264,81 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string,
 	}
 	if perRow {
 		for _, e := range es {
-			if _, err := db.exec(ctx, cols+row+suffix, args(e)...); err != nil {
+			if _, err := db.exec(ctx, eventInsertSQL(1, suffix), args(e)...); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	var b strings.Builder
 	var all []any
 	for len(es) > 0 {
 		n := min(len(es), eventBatch)
-		b.Reset()
-		b.WriteString(cols)
+		if db.d.InProcess {
+			n = eventShape(n)
+		}
 		all = all[:0]
-		for i, e := range es[:n] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(row)
+		for _, e := range es[:n] {
 			all = append(all, args(e)...)
 		}
-		b.WriteString(suffix)
-		if err := db.writeOrHold(ctx, b.String(), slices.Clone(all)...); err != nil {
+		if err := db.writeOrHold(ctx, eventInsertSQL(n, suffix), slices.Clone(all)...); err != nil {
 			return err
 		}
 		es = es[n:]
 	}
 	return nil
+}
+
+// eventShapes are the rows of the multi-row event inserts an in-process
+// engine (SQLite) runs, largest first: a batch is cut into them, so that
+// their few statements are prepared once and cached (statements with more
+// parameters than maxStmtParams are not, and SQLite would parse a batch of
+// any other size again each time).
+var eventShapes = [...]int{64, 16, 4, 1}
+
+// eventShape is the largest of eventShapes not above n (n > 0).
+func eventShape(n int) int {
+	for _, s := range eventShapes {
+		if s <= n {
+			return s
+		}
+	}
+	return 1
+}
+
+// eventShapeSQL holds the texts of eventShapes' inserts, by suffix: they
+// are cached whatever their parameters (cacheable).
+var eventShapeSQL = func() map[string]bool {
+	m := map[string]bool{}
+	for _, suffix := range []string{"", eventIndexSuffix} {
+		for _, n := range eventShapes {
+			m[eventInsertSQL(n, suffix)] = true
+		}
+	}
+	return m
+}()
+
+// eventIndexSuffix ends IndexEvents' inserts.
+const eventIndexSuffix = " ON CONFLICT (id) DO NOTHING"
+
+// eventInsertSQL is the insert of n event rows, ending in suffix.
+func eventInsertSQL(n int, suffix string) string {
+	const cols = `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
+			person_id, client_ip, user_agent, agent_user, partition_id, context, occurred) VALUES `
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	if n == 1 && suffix == "" {
+		return cols + row
+	}
+	var b strings.Builder
+	b.Grow(len(cols) + n*(len(row)+2) + len(suffix))
+	b.WriteString(cols)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	b.WriteString(suffix)
+	return b.String()
 }
 
 // insertEventArrays inserts es in one statement whose text does not depend

@@ -382,14 +382,14 @@ func (db *DB) stmt(ctx context.Context, q string, nargs int, write bool) (st sta
 		if v, ok := cache.Load(q); ok {
 			return db.tx.StmtContext(ctx, v.(*sql.Stmt)), done, nil
 		}
-		if nargs <= maxStmtParams {
+		if cacheable(q, nargs) {
 			db.shared.pending.Store(q, struct{}{})
 		}
 		return txStatement{db.tx, q}, done, nil
 	}
 	var ps *sql.Stmt
 	cached := false
-	if nargs > maxStmtParams {
+	if !cacheable(q, nargs) {
 		ps, err = pool.PrepareContext(ctx, q)
 	} else {
 		ps, cached, err = db.prepared(ctx, pool, cache, q)
@@ -411,6 +411,12 @@ func (db *DB) preparePending(ctx context.Context) {
 		_, _, _ = db.prepared(context.WithoutCancel(ctx), db.write, &db.shared.writeStmts, k.(string))
 		return true
 	})
+}
+
+// cacheable tells whether q, with nargs parameters, goes in a statement
+// cache: one with few parameters, or one of the few shapes of a batch.
+func cacheable(q string, nargs int) bool {
+	return nargs <= maxStmtParams || eventShapeSQL[q]
 }
 
 // statement is what *sql.Stmt and txStatement have in common.
