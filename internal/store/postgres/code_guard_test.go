@@ -65,12 +65,7 @@ func newCode(t *testing.T, s store.Store, hash string) {
 func TestGuardedCodeUseRunsAgainWhenItWentStale(t *testing.T) {
 	s, raw := guardedStore(t)
 	ctx := context.Background()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := raw.ExecContext(ctx, q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exec := execOn(t, raw)
 	for _, tc := range []struct {
 		name    string
 		begin   bool

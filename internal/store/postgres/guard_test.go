@@ -40,6 +40,16 @@ func guardedStore(t *testing.T) (*Store, *sql.DB) {
 	return s, raw
 }
 
+// execOn runs statements on raw, failing t on an error.
+func execOn(t *testing.T, raw *sql.DB) func(q string, args ...any) {
+	return func(q string, args ...any) {
+		t.Helper()
+		if _, err := raw.ExecContext(context.Background(), q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestGuardedReadRunsAgainWhenItWentStale: a refresh-like transaction reads
 // with GetTokenGrantGuardPerson, then something changes the person, the
 // token or the grant before its writes commit (or holds the person's row
@@ -51,12 +61,7 @@ func TestGuardedReadRunsAgainWhenItWentStale(t *testing.T) {
 	s, raw := guardedStore(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := raw.ExecContext(ctx, q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exec := execOn(t, raw)
 	for _, tc := range []struct {
 		name   string
 		rotate bool
