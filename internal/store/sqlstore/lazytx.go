@@ -71,10 +71,9 @@ type lazyTx struct {
 	// guard, after a guarded read (GetTokenGrantGuardPerson,
 	// UseAuthCodeGuardPerson), is the call of its guard function
 	// (latchkey_guard_issue, latchkey_guard_code) without its last
-	// argument (wait): the held
-	// inserts' statement ends with it, or a BEGIN sent later is followed by
-	// it. Its failure is ErrStaleRead, and Tx runs the function again with
-	// locking reads (locked).
+	// argument (wait): the held inserts' statement ends with it, or a
+	// BEGIN sent later is followed by it. Its failure is ErrStaleRead, and
+	// Tx runs the function again with locking reads (locked).
 	guard *heldInsert
 	// use is a guarded code's use (UseAuthCodeGuardPerson), held: the
 	// statement of the guard it goes with reads its rows as "burn".
@@ -154,7 +153,7 @@ func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affec
 		batch = append(batch, Stmt{SQL: db.sql(gq), Args: gargs})
 	}
 	if len(l.pending) > 0 {
-		hq, hargs := db.heldStatement(nil)
+		hq, hargs := db.heldStatement()
 		l.pending = l.pending[:0]
 		batch = append(batch, Stmt{SQL: db.sql(hq), Args: hargs})
 	}
@@ -190,10 +189,9 @@ func (db *DB) txExec(ctx context.Context, q string) error {
 	return err
 }
 
-// heldStatement joins the held inserts into one statement; with main, a
-// statement that ends them, they all go before it.
-func (db *DB) heldStatement(main *heldInsert) (string, []any) {
-	return joinHeld(nil, db.lazy.pending, main)
+// heldStatement joins the held inserts (at least one) into one statement.
+func (db *DB) heldStatement() (string, []any) {
+	return joinHeld(nil, db.lazy.pending, nil)
 }
 
 // guardStatement is the statement of a guarded read's guard, which takes
@@ -273,7 +271,7 @@ func (db *DB) commitLazy(ctx context.Context, child *DB) error {
 		if l.guard != nil {
 			q, args = child.guardStatement(false)
 		} else {
-			q, args = child.heldStatement(nil)
+			q, args = child.heldStatement()
 		}
 		l.pending = nil
 		_, err := db.shared.selfCommits.run(ctx, db, Stmt{SQL: db.sql(q), Args: args})
@@ -281,7 +279,7 @@ func (db *DB) commitLazy(ctx context.Context, child *DB) error {
 	}
 	batch := l.batch[:0]
 	if len(l.pending) > 0 {
-		hq, hargs := child.heldStatement(nil)
+		hq, hargs := child.heldStatement()
 		l.pending = nil
 		batch = append(batch, Stmt{SQL: db.sql(hq), Args: hargs})
 	}
