@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
 // codeExchange is an exchange's transaction on code: its use and the
@@ -182,5 +183,64 @@ func TestGuardedCodeUseDoesNotCommitUnderAWritersLock(t *testing.T) {
 				t.Errorf("the code: grant %q, %v; want used, grant %q", c.GrantID, err, tc.grant)
 			}
 		})
+	}
+}
+
+// TestGuardedCodeUseAcrossInstances: two instances (two stores, each with
+// its own shared commits) exchange one code concurrently, many times each.
+// Exactly one exchange commits, the code's grant is its grant, and no other
+// exchange's grant is stored: the guard holds between processes, where a
+// shared commit meets the other instance's locks rather than its own.
+func TestGuardedCodeUseAcrossInstances(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	a := openWithPerson(t, dsn)
+	b, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	for round := range 5 {
+		code := fmt.Sprintf("code-%d", round)
+		newCode(t, a, code)
+		const n = 16
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for i := range n {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			go func() {
+				<-start
+				_, err := codeExchange(ctx, s, code, fmt.Sprintf("%d-%d", round, i), false, func() {})
+				errs <- err
+			}()
+		}
+		close(start)
+		wins := 0
+		for range n {
+			switch err := <-errs; {
+			case err == nil:
+				wins++
+			case !errors.Is(err, store.ErrConflict):
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d of %d exchanges committed, want 1", round, wins, n)
+		}
+		c, err := a.UseAuthCode(ctx, []byte(code), time.Now())
+		if !errors.Is(err, store.ErrConflict) || c.GrantID == "" {
+			t.Fatalf("round %d: the code after the race: grant %q, %v", round, c.GrantID, err)
+		}
+		for i := range n {
+			for run := 1; run <= 2; run++ {
+				id := fmt.Sprintf("g%d-%d-%d", run, round, i)
+				if _, err := a.GetGrant(ctx, id); err == nil && id != c.GrantID {
+					t.Errorf("round %d: grant %s of a losing exchange was stored", round, id)
+				}
+			}
+		}
 	}
 }
