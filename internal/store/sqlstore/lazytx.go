@@ -81,6 +81,13 @@ type lazyTx struct {
 	locked bool // this run's reads lock: a guarded read has failed once
 }
 
+// mayGuard tells whether a read may be a guarded read (unlocked, its
+// guard sent with the transaction's writes): in a lazy transaction that
+// has sent nothing, holds nothing and has no guard yet, on its first run.
+func (l *lazyTx) mayGuard() bool {
+	return l != nil && !l.locked && !l.begun && len(l.pending) == 0 && l.guard == nil && l.failed == nil
+}
+
 // ErrStaleRead is a guarded read's failure at its commit: what it read
 // changed (or was under a writer's lock) before the commit. Tx answers it
 // by running its function again with locking reads; a dialect's Translate
@@ -147,8 +154,8 @@ func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affec
 		batch = append(batch, Stmt{SQL: "BEGIN"})
 	}
 	if withBegin && l.guard != nil {
-		// The guarded person's share lock comes first, as in a locking
-		// read, then what the transaction holds.
+		// The guard (after a guarded code's use) comes first, waiting for
+		// the rows as a locking read would, then what the transaction holds.
 		gq, gargs := db.guardStatement(true)
 		batch = append(batch, Stmt{SQL: db.sql(gq), Args: gargs})
 	}

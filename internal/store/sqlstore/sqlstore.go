@@ -238,7 +238,8 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 
 // runLazyTx is runTx for a dialect with a Pipe (lazytx.go). A function
 // whose guarded read went stale runs once more, with locking reads: such
-// a function (a refresh's) must be one that may run twice.
+// a function (a refresh's, a code exchange's) must be one that may run
+// twice.
 func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error) error {
 	err := db.runLazyOnce(ctx, fn, false)
 	if errors.Is(err, ErrStaleRead) {

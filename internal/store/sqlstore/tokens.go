@@ -223,7 +223,7 @@ var tokenGrantPersonVersions = strings.Replace(tokenGrantPersonQuery, "SELECT ",
 // transaction begun takes the share lock and checks the versions first.
 func (db *DB) GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (store.Token, store.Grant, store.Person, error) {
 	l := db.lazy
-	if l == nil || l.locked || l.begun || len(l.pending) > 0 || l.guard != nil || l.failed != nil {
+	if !l.mayGuard() {
 		return db.GetTokenGrantSharePerson(ctx, hash)
 	}
 	var pv, tv, gv string
@@ -389,19 +389,18 @@ var (
 // The code's SetAuthCodeGrant joins the held use.
 func (db *DB) UseAuthCodeGuardPerson(ctx context.Context, hash []byte, now time.Time) (store.AuthCode, store.Person, error) {
 	l := db.lazy
-	guarded := l != nil && !l.locked && !l.begun && len(l.pending) == 0 && l.guard == nil && l.failed == nil
+	guarded := l.mayGuard()
 	var version string
 	var cf codeFields
 	var pf personFields
-	var err error
+	q, read, dest := codePersonQuery, db.queryRowWrite, append(cf.dest(), pf.dest()...)
 	switch {
 	case guarded:
-		err = db.queryRow(ctx, codePersonVersion, hash).Scan(append(append([]any{&version}, cf.dest()...), pf.dest()...)...)
+		q, read, dest = codePersonVersion, db.queryRow, append([]any{&version}, dest...)
 	case db.d.ForShare != "":
-		err = db.queryRowWrite(ctx, codePersonQuery+db.d.ForShare+` OF persons`, hash).Scan(append(cf.dest(), pf.dest()...)...)
-	default:
-		err = db.queryRowWrite(ctx, codePersonQuery, hash).Scan(append(cf.dest(), pf.dest()...)...)
+		q += db.d.ForShare + ` OF persons`
 	}
+	err := read(ctx, q, hash).Scan(dest...)
 	var c store.AuthCode
 	var p store.Person
 	switch {
