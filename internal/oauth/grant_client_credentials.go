@@ -15,10 +15,15 @@ func (s *Service) clientCredentials(ctx context.Context, f request.Facts, client
 	if desc == "" {
 		var scopes []string
 		if scopes, desc = AllowedScopes(client, requested); desc == "" {
+			is := issue{client: client, scopes: scopes, requested: requested}
+			var err error
+			if is.ahead, err = s.signAhead(ctx, is); err != nil {
+				return nil, err
+			}
 			var resp *TokenResponse
-			err := s.Store.Tx(ctx, func(tx store.Store) error {
+			err = s.Store.Tx(ctx, func(tx store.Store) error {
 				var err error
-				resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested})
+				resp, _, err = s.mint(ctx, tx, is)
 				if err != nil {
 					return err
 				}

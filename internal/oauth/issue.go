@@ -38,6 +38,78 @@ type issue struct {
 	// lock (lockPerson) or its store's guard, and checked the status;
 	// nil: mint locks the person.
 	person *store.Person
+	// ahead: the access token signed before the transaction (signAhead);
+	// mint takes it when its own claims turn out the same.
+	ahead *aheadToken
+}
+
+// aheadToken is a JWT access token of a new grant, signed before the
+// issuance's transaction with the grant id and time mint then uses. On
+// SQLite a transaction's function runs on the single writer, where an
+// RS256 signature (about a millisecond of CPU) held every other write.
+type aheadToken struct {
+	now     time.Time
+	grantID string
+	scopes  []string
+	value   string
+	expires time.Time
+}
+
+// signAhead signs the JWT access token of is, a new grant, before its
+// transaction, or returns nil when mint would not sign one or could not
+// know the claims before the transaction: no signing keys, an opaque
+// client, the access token hook (it narrows scopes and adds claims inside
+// the transaction), or a scope with a usage limit (the token stays opaque).
+func (s *Service) signAhead(ctx context.Context, is issue) (*aheadToken, error) {
+	if s.Keys == nil || !client.IssuesJWTAccessTokens(is.client) || s.Details.AccessHook.Enabled() || is.grant != nil {
+		return nil, nil
+	}
+	configured, err := s.Store.GetScopes(ctx, is.scopes)
+	if err != nil || scopes.UsageLimit(configured) > 0 {
+		return nil, err
+	}
+	var data grantData
+	if len(is.data) > 0 {
+		if err := json.Unmarshal(is.data, &data); err != nil {
+			return nil, err
+		}
+	}
+	now := s.Now().UTC()
+	g := newGrant(is, now)
+	claims := accessClaims(is, g, now)
+	value, err := s.jwtAccessToken(ctx, &claims, g, data)
+	if err != nil {
+		return nil, err
+	}
+	return &aheadToken{now: now, grantID: g.ID, scopes: is.scopes, value: value, expires: claims.ExpiresAt}, nil
+}
+
+// newGrant is the grant a new issuance writes. It ends at the maximum
+// refresh validity, counted from the first token: rotation never extends
+// a grant.
+func newGrant(is issue, now time.Time) store.Grant {
+	g := store.Grant{
+		ID:        token.OrderedID(now),
+		ClientID:  is.client.ID,
+		Subject:   is.subject,
+		Scopes:    is.scopes,
+		AuthLevel: is.authLevel,
+		AMR:       is.amr,
+		Data:      is.data,
+		CreatedAt: now,
+	}
+	if is.refresh {
+		g.ExpiresAt = now.Add(is.client.RefreshTokenLifetime)
+	} else {
+		g.ExpiresAt = now.Add(is.client.AccessTokenLifetime)
+	}
+	return g
+}
+
+// accessClaims are the claims of the access token of an issuance of g.
+func accessClaims(is issue, g store.Grant, now time.Time) token.Claims {
+	return token.Claims{GrantID: g.ID, ClientID: is.client.ID, Subject: g.Subject, Scopes: is.scopes,
+		IssuedAt: now, ExpiresAt: now.Add(is.client.AccessTokenLifetime)}
 }
 
 // errPersonInactive: the person an issuance is for may no longer sign in
@@ -78,6 +150,9 @@ func mayIssueFor(p store.Person, err error) (store.Person, error) {
 // nothing, when the person may no longer sign in.
 func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenResponse, store.Grant, error) {
 	now := s.Now().UTC()
+	if is.ahead != nil {
+		now = is.ahead.now
+	}
 	subject := is.subject
 	if is.grant != nil {
 		subject = is.grant.Subject
@@ -134,36 +209,24 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	if is.grant != nil {
 		g = *is.grant
 	} else {
-		g = store.Grant{
-			ID:        token.OrderedID(now),
-			ClientID:  is.client.ID,
-			Subject:   is.subject,
-			Scopes:    is.scopes,
-			AuthLevel: is.authLevel,
-			AMR:       is.amr,
-			Data:      is.data,
-			CreatedAt: now,
-		}
-		// The grant (and so every refresh token of it) ends at the maximum
-		// refresh validity, counted from the first token: rotation never
-		// extends a grant.
-		if is.refresh {
-			g.ExpiresAt = now.Add(is.client.RefreshTokenLifetime)
-		} else {
-			g.ExpiresAt = now.Add(is.client.AccessTokenLifetime)
+		g = newGrant(is, now)
+		if is.ahead != nil {
+			g.ID = is.ahead.grantID
 		}
 		if err := st.CreateGrant(ctx, g); err != nil {
 			return nil, g, err
 		}
 	}
 	limit := scopes.UsageLimit(configured)
-	exp := now.Add(is.client.AccessTokenLifetime)
-	claims := token.Claims{GrantID: g.ID, ClientID: is.client.ID, Subject: g.Subject, Scopes: is.scopes, IssuedAt: now, ExpiresAt: exp}
+	claims := accessClaims(is, g, now)
+	exp := claims.ExpiresAt
 	var access string
 	var accessHash []byte
 	if s.Keys != nil && client.IssuesJWTAccessTokens(is.client) && limit == 0 {
 		// A counted token stays opaque: only introspection can count its uses.
-		if access, err = s.jwtAccessToken(ctx, &claims, g, data); err != nil {
+		if a := is.ahead; a != nil && a.grantID == g.ID && slices.Equal(a.scopes, is.scopes) && len(data.AdditionalClaims) == 0 {
+			access, claims.ExpiresAt = a.value, a.expires
+		} else if access, err = s.jwtAccessToken(ctx, &claims, g, data); err != nil {
 			return nil, g, err
 		}
 		exp, accessHash = claims.ExpiresAt, s.tokens().Key(token.AccessToken, access)
@@ -208,7 +271,10 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		resp.Scope = joinScopes(is.scopes)
 	}
 	if s.Keys != nil && g.Subject != "" && slices.Contains(is.scopes, ScopeOpenID) {
-		if resp.IDToken, err = s.idToken(ctx, st, person, is.client, g, is.scopes, data, access, is.grant == nil, now); err != nil {
+		// Signed after the transaction commits (Service.finish): on SQLite
+		// this function runs on the single writer, where a signature
+		// would hold every other write.
+		if resp.idClaims, err = s.idTokenClaims(ctx, st, person, is.client, g, is.scopes, data, is.grant == nil, now); err != nil {
 			return nil, g, err
 		}
 	}

@@ -77,20 +77,24 @@ func (s *Service) idTokenLifetime() time.Duration {
 	return time.Hour
 }
 
-// idToken is the ID token of an issuance (OIDC Core sections 2 and
-// 3.1.3.6): for the person of g, to client c, bound to the access token by
-// at_hash. fresh marks the first issuance of a grant: only its ID token
-// echoes the nonce (a refreshed one does not, section 12.2); every one
-// carries the time of the original authentication.
-func (s *Service) idToken(ctx context.Context, st store.Store, p store.Person, c store.Client, g store.Grant, scopes []string,
-	data grantData, accessToken string, fresh bool, now time.Time) (string, error) {
+// idTokenClaims are the claims of the ID token of an issuance (OIDC Core
+// sections 2 and 3.1.3.6): for the person of g, to client c. fresh marks
+// the first issuance of a grant: only its ID token echoes the nonce (a
+// refreshed one does not, section 12.2); every one carries the time of
+// the original authentication. They are read inside the issuance's
+// transaction and signed after it commits (signIDToken).
+func (s *Service) idTokenClaims(ctx context.Context, st store.Store, p store.Person, c store.Client, g store.Grant, scopes []string,
+	data grantData, fresh bool, now time.Time) (map[string]any, error) {
 	// The user details, as introspection answers them: loaded once per
 	// grant (the mapping, then the web hook) and kept on it.
 	details, err := s.userDetails(ctx, request.Facts{}, st, g, data, false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	claims := maps.Clone(details)
+	if claims == nil {
+		claims = map[string]any{}
+	}
 	for k, v := range standardClaims(p, scopes) {
 		claims[k] = v
 	}
@@ -107,6 +111,12 @@ func (s *Service) idToken(ctx context.Context, st store.Store, p store.Person, c
 	if fresh && data.Nonce != "" {
 		claims["nonce"] = data.Nonce
 	}
+	return claims, nil
+}
+
+// signIDToken signs the ID token claims of an issuance, bound to its
+// access token by at_hash.
+func (s *Service) signIDToken(ctx context.Context, claims map[string]any, accessToken string) (string, error) {
 	return s.Keys.SignClaims(ctx, IDTokenType, func(alg string) ([]byte, error) {
 		h, ok := hashOf(alg)
 		if !ok {

@@ -114,7 +114,8 @@ type TokenResponse struct {
 	Scope        string `json:"scope,omitempty"`
 	IDToken      string `json:"id_token,omitempty"` // OpenID Connect, with scope openid
 
-	limited bool // the access token has a usage limit
+	limited  bool           // the access token has a usage limit
+	idClaims map[string]any // the ID token's claims, signed by Service.finish
 }
 
 // grantData is the flow data a grant keeps (store.Grant.Data).

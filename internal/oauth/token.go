@@ -63,7 +63,27 @@ func (s *Service) Exchange(ctx context.Context, req TokenRequest) (*TokenRespons
 		s.record(ctx, req.Facts, events.OAuth{Type: events.TokenRequestDisabledGrant, ClientID: client.ID, AppName: client.Name})
 		return nil, newError(ErrUnauthorizedClient, "The client may not use this grant type.")
 	}
-	return g.handle(ctx, s, req)
+	resp, err := g.handle(ctx, s, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.finish(ctx, resp)
+}
+
+// finish signs the ID token of an issuance that committed. Signing after
+// the commit keeps a millisecond of RSA out of the transaction; should it
+// fail, the client gets an error and the tokens it never saw stay unused
+// (a retried code is a replay, which revokes them).
+func (s *Service) finish(ctx context.Context, resp *TokenResponse) (*TokenResponse, error) {
+	if resp.idClaims == nil {
+		return resp, nil
+	}
+	id, err := s.signIDToken(ctx, resp.idClaims, resp.AccessToken)
+	if err != nil {
+		return nil, err
+	}
+	resp.IDToken, resp.idClaims = id, nil
+	return resp, nil
 }
 
 // grant answers one grant type at the token endpoint (fosite's

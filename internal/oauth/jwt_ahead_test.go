@@ -1,0 +1,127 @@
+package oauth_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/latchkey/latchkey/internal/client"
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// A client_credentials JWT access token is signed before its transaction
+// (off SQLite's single writer), with the grant id and time the
+// transaction then writes. These tests hold the signed token to what is
+// stored: the same times and scopes, the hook's claims when a hook runs,
+// and an opaque token when a scope counts its uses.
+
+const jwtSecret = "jwt-secret-jwt-secret-jwt"
+
+func jwtConfig() *config.Config {
+	cfg := introspectConfig()
+	cfg.Clients = append(cfg.Clients, config.Client{ClientID: "jwt-api", ClientSecret: jwtSecret,
+		AccessTokenFormat: client.FormatJWT, GrantTypes: []string{"client_credentials"}, Scopes: []string{"read", "write"}})
+	return cfg
+}
+
+func jwtClaims(t *testing.T, tok string) map[string]any {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %q", tok)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func jwtToken(t *testing.T, s *servertest.Server, scope string) answer {
+	t.Helper()
+	return post(t, s, "/oauth/token", url.Values{"grant_type": {"client_credentials"}, "scope": {scope}}, "jwt-api", jwtSecret)
+}
+
+func TestJWTAccessTokenIsTheStoredOne(t *testing.T) {
+	forEachBackendWith(t, jwtConfig, func(t *testing.T, s *servertest.Server) {
+		const n = 12
+		toks := make([]answer, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { toks[i] = jwtToken(t, s, "read write") })
+		}
+		wg.Wait()
+		seen := map[string]bool{}
+		for _, tok := range toks {
+			if tok.status != 200 {
+				t.Fatalf("token: %d %s", tok.status, tok.body)
+			}
+			at := tok.json["access_token"].(string)
+			c := jwtClaims(t, at)
+			if seen[c["jti"].(string)] {
+				t.Errorf("jti %v issued twice", c["jti"])
+			}
+			seen[c["jti"].(string)] = true
+			r := introspect(t, s, at, nil)
+			if r.json["active"] != true || r.json["scope"] != "read write" || c["scope"] != "read write" ||
+				r.json["iat"] != c["iat"] || r.json["exp"] != c["exp"] || r.json["client_id"] != "jwt-api" || c["sub"] != "jwt-api" {
+				t.Errorf("the JWT %v and what its introspection answers %s differ", c, r.body)
+			}
+			if want := c["exp"].(float64) - c["iat"].(float64); tok.json["expires_in"] != want {
+				t.Errorf("expires_in %v, want exp-iat %v", tok.json["expires_in"], want)
+			}
+		}
+		// Revoked, the signed token is refused like the row it was stored as.
+		at := toks[0].json["access_token"].(string)
+		post(t, s, "/oauth/revoke", url.Values{"token": {at}}, "jwt-api", jwtSecret)
+		if r := introspect(t, s, at, nil); r.json["active"] != false {
+			t.Errorf("revoked JWT: %s", r.body)
+		}
+	})
+}
+
+func TestJWTAccessTokenCarriesTheHooksClaims(t *testing.T) {
+	hook := newHook(t, hookSecret, `{"removeScopes":["write"],"additionalClaims":{"tier":"gold"}}`)
+	cfg := jwtConfig()
+	cfg.Webhooks.AccessToken = config.Webhook{URL: hook.URL, Secret: hookSecret}
+	s := servertest.Start(t, cfg, servertest.Options{})
+	tok := jwtToken(t, s, "read write")
+	if tok.status != 200 {
+		t.Fatalf("token: %d %s", tok.status, tok.body)
+	}
+	c := jwtClaims(t, tok.json["access_token"].(string))
+	if c["tier"] != "gold" || c["scope"] != "read" || tok.json["scope"] != "read" {
+		t.Errorf("the hook narrowed the scopes and added a claim: JWT %v, answer %s", c, tok.body)
+	}
+	if r := introspect(t, s, tok.json["access_token"].(string), nil); r.json["scope"] != "read" || r.json["tier"] != "gold" {
+		t.Errorf("introspection: %s", r.body)
+	}
+}
+
+func TestJWTClientGetsAnOpaqueTokenForACountedScope(t *testing.T) {
+	forEachBackendWith(t, jwtConfig, func(t *testing.T, s *servertest.Server) {
+		if err := s.Store.CreateScope(t.Context(), store.Scope{ID: "write", UsageLimit: 2}); err != nil {
+			t.Fatal(err)
+		}
+		tok := jwtToken(t, s, "write")
+		at, _ := tok.json["access_token"].(string)
+		if tok.status != 200 || strings.Count(at, ".") == 2 {
+			t.Fatalf("a token whose uses are counted stays opaque: %d %s", tok.status, tok.body)
+		}
+		if r := introspect(t, s, at, nil); r.json["active"] != true || r.json["usage_count"] != float64(1) {
+			t.Errorf("introspection: %s", r.body)
+		}
+		if c := jwtClaims(t, jwtToken(t, s, "read").json["access_token"].(string)); c["scope"] != "read" {
+			t.Errorf("without the counted scope: %v", c)
+		}
+	})
+}
