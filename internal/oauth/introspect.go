@@ -216,6 +216,24 @@ func (s *Service) userDetails(ctx context.Context, f request.Facts, st store.Sto
 	if err != nil {
 		return nil, err
 	}
+	details, err := s.detailsOf(ctx, f, st, p, g, data)
+	if err != nil {
+		return nil, err
+	}
+	data.UserDetails = details
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.SetGrantData(ctx, g.ID, b); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return details, nil
+}
+
+// detailsOf are the user details of person p for grant g: the mapped
+// attributes, then what the user details hook adds.
+func (s *Service) detailsOf(ctx context.Context, f request.Facts, st store.Store, p store.Person, g store.Grant, data grantData) (map[string]any, error) {
 	details := map[string]any{}
 	for attr, key := range s.Details.UserDetails {
 		if v, ok := personAttribute(p, attr); ok {
@@ -240,14 +258,6 @@ func (s *Service) userDetails(ctx context.Context, f request.Facts, st store.Sto
 				}
 			}
 		}
-	}
-	data.UserDetails = details
-	b, err := json.Marshal(data)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.SetGrantData(ctx, g.ID, b); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
 	}
 	return details, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/scopes"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -212,6 +213,17 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		g = newGrant(is, now)
 		if is.ahead != nil {
 			g.ID = is.ahead.grantID
+		}
+		if s.Keys != nil && g.Subject != "" && slices.Contains(is.scopes, ScopeOpenID) {
+			// The ID token answers the user details; a new grant stores them
+			// as it is written, from the person this issuance read, rather
+			// than reading the person again and updating the grant after.
+			if data.UserDetails, err = s.detailsOf(ctx, request.Facts{}, st, person, g, data); err != nil {
+				return nil, g, err
+			}
+			if g.Data, err = json.Marshal(data); err != nil {
+				return nil, g, err
+			}
 		}
 		if err := st.CreateGrant(ctx, g); err != nil {
 			return nil, g, err
