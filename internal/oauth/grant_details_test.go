@@ -1,14 +1,11 @@
 package oauth_test
 
 import (
-	"encoding/json"
-	"net/http"
 	"testing"
 
 	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/config"
-	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -45,12 +42,8 @@ func TestNewOpenIDGrantIsWrittenWithItsUserDetails(t *testing.T) {
 			if idt["first_name"] != "Janet" || idt["loyalty"] != "gold" || idt["sub"] != person.ID {
 				t.Errorf("ID token claims %v, want the person as the exchange read it", idt)
 			}
-			req, _ := http.NewRequest("GET", s.URL+"/oauth/userinfo", nil)
-			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-			resp, body := openapicheck.Do(t, s.Client(), req)
-			var info map[string]any
-			if err := json.Unmarshal(body, &info); resp.StatusCode != 200 || err != nil || info["first_name"] != "Janet" || info["loyalty"] != "gold" {
-				t.Errorf("userinfo %d %s", resp.StatusCode, body)
+			if info := bearerGet(t, s, "/oauth/userinfo", tok.AccessToken); info.status != 200 || info.json["first_name"] != "Janet" || info.json["loyalty"] != "gold" {
+				t.Errorf("userinfo %d %s", info.status, info.body)
 			}
 			r := introspect(t, s, tok.AccessToken, nil)
 			if d, _ := r.json["user_details"].(map[string]any); d["first_name"] != "Janet" || d["loyalty"] != "gold" {

@@ -3,7 +3,6 @@ package oauth_test
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/config"
-	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
@@ -588,25 +586,13 @@ func TestIDTokenAndUserInfoCarryUserDetails(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := tok.Extra("id_token").(string)
-	parts := strings.Split(raw, ".")
-	if len(parts) != 3 {
-		t.Fatalf("no ID token: %v", tok.Extra("id_token"))
-	}
-	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
-	var idt map[string]any
-	if err := json.Unmarshal(payload, &idt); err != nil {
-		t.Fatal(err)
-	}
+	idt := jwtClaims(t, raw)
 	person, _ := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
 	if idt["loyalty"] != "gold" || idt["first_name"] != "Jane" || idt["sub"] != person.ID {
 		t.Errorf("ID token claims %v", idt)
 	}
-	req, _ := http.NewRequest("GET", s.URL+"/oauth/userinfo", nil)
-	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-	resp, body := openapicheck.Do(t, s.Client(), req)
-	var info map[string]any
-	if err := json.Unmarshal(body, &info); resp.StatusCode != 200 || err != nil || info["loyalty"] != "gold" || info["sub"] != person.ID {
-		t.Errorf("userinfo %d %s", resp.StatusCode, body)
+	if info := bearerGet(t, s, "/oauth/userinfo", tok.AccessToken); info.status != 200 || info.json["loyalty"] != "gold" || info.json["sub"] != person.ID {
+		t.Errorf("userinfo %d %s", info.status, info.body)
 	}
 	if r := introspect(t, s, tok.AccessToken, nil); r.json["user_details"].(map[string]any)["loyalty"] != "gold" {
 		t.Errorf("introspection: %s", r.body)
