@@ -206,6 +206,8 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	if err != nil {
 		return nil, store.Grant{}, err
 	}
+	// OpenID Connect: an ID token goes with the tokens of a person's grant.
+	idToken := s.Keys != nil && subject != "" && slices.Contains(is.scopes, ScopeOpenID)
 	g := store.Grant{}
 	if is.grant != nil {
 		g = *is.grant
@@ -214,7 +216,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		if is.ahead != nil {
 			g.ID = is.ahead.grantID
 		}
-		if s.Keys != nil && g.Subject != "" && slices.Contains(is.scopes, ScopeOpenID) {
+		if idToken {
 			// The ID token answers the user details; a new grant stores them
 			// as it is written, from the person this issuance read, rather
 			// than reading the person again and updating the grant after.
@@ -282,7 +284,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	if !slices.Equal(is.requested, is.scopes) {
 		resp.Scope = joinScopes(is.scopes)
 	}
-	if s.Keys != nil && g.Subject != "" && slices.Contains(is.scopes, ScopeOpenID) {
+	if idToken {
 		// Signed after the transaction commits (Service.finish): on SQLite
 		// this function runs on the single writer, where a signature
 		// would hold every other write.
