@@ -40,8 +40,12 @@ type issue struct {
 	// nil: mint locks the person.
 	person *store.Person
 	// ahead: the access token signed before the transaction (signAhead);
-	// mint takes it when its own claims turn out the same.
+	// mint takes it unless the access token hook ran inside and changed
+	// the claims it was signed with.
 	ahead *aheadToken
+	// hooked: the access token hook ran before the transaction, and
+	// scopes and data hold what it answered (client credentials).
+	hooked bool
 }
 
 // aheadToken is a JWT access token of a new grant, signed before the
@@ -51,7 +55,6 @@ type issue struct {
 type aheadToken struct {
 	now     time.Time
 	grantID string
-	scopes  []string
 	value   string
 	expires time.Time
 }
@@ -59,10 +62,10 @@ type aheadToken struct {
 // signAhead signs the JWT access token of is, a new grant, before its
 // transaction, or returns nil when mint would not sign one or could not
 // know the claims before the transaction: no signing keys, an opaque
-// client, the access token hook (it narrows scopes and adds claims inside
-// the transaction), or a scope with a usage limit (the token stays opaque).
+// client, an access token hook that has not run yet (it narrows scopes and
+// adds claims), or a scope with a usage limit (the token stays opaque).
 func (s *Service) signAhead(ctx context.Context, is issue) (*aheadToken, error) {
-	if s.Keys == nil || !client.IssuesJWTAccessTokens(is.client) || s.Details.AccessHook.Enabled() || is.grant != nil {
+	if s.Keys == nil || !client.IssuesJWTAccessTokens(is.client) || s.Details.AccessHook.Enabled() && !is.hooked || is.grant != nil {
 		return nil, nil
 	}
 	configured, err := s.Store.GetScopes(ctx, is.scopes)
@@ -82,7 +85,7 @@ func (s *Service) signAhead(ctx context.Context, is issue) (*aheadToken, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &aheadToken{now: now, grantID: g.ID, scopes: is.scopes, value: value, expires: claims.ExpiresAt}, nil
+	return &aheadToken{now: now, grantID: g.ID, value: value, expires: claims.ExpiresAt}, nil
 }
 
 // newGrant is the grant a new issuance writes. It ends at the maximum
@@ -178,9 +181,11 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			return nil, store.Grant{}, err
 		}
 	}
-	if s.Details.AccessHook.Enabled() {
+	hookedInside := false
+	if s.Details.AccessHook.Enabled() && !is.hooked {
 		// The hook runs inside the transaction so that a code or refresh
 		// token stays single use; its bounded timeout bounds the hold.
+		hookedInside = true
 		narrowed, claims, err := s.accessTokenHook(ctx, st, is.client, subject, is.scopes, data.HookParams)
 		if err != nil {
 			return nil, store.Grant{}, err
@@ -238,7 +243,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	var accessHash []byte
 	if s.Keys != nil && client.IssuesJWTAccessTokens(is.client) && limit == 0 {
 		// A counted token stays opaque: only introspection can count its uses.
-		if a := is.ahead; a != nil && a.grantID == g.ID && slices.Equal(a.scopes, is.scopes) && len(data.AdditionalClaims) == 0 {
+		if a := is.ahead; a != nil && a.grantID == g.ID && !hookedInside {
 			access, claims.ExpiresAt = a.value, a.expires
 		} else if access, err = s.jwtAccessToken(ctx, &claims, g, data); err != nil {
 			return nil, g, err
