@@ -317,8 +317,9 @@ func (s *Service) accessTokenHook(ctx context.Context, st store.Store, client st
 	}
 	var answer webhook.AccessTokenResponse
 	if err := h.Call(ctx, req, &answer); err != nil {
-		// st is the issuing transaction: writing through it (not s.Store)
-		// keeps SQLite's single writer free.
+		// st is the issuing transaction, or the store when the hook runs
+		// before one (client credentials): inside a transaction, writing
+		// through it (not s.Store) keeps SQLite's single writer free.
 		s.Events.ObserveOAuth(ctx, st.EventSink(), request.Facts{}, events.OAuth{Type: events.WebhookFailed, ClientID: client.ID, AppName: client.Name, UserID: subject})
 		if h.FailClosed {
 			return nil, nil, &Error{Code: ErrServerError, Description: "The access token could not be issued.", Cause: err}
