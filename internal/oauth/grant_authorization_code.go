@@ -29,12 +29,16 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 	}
 	hash := s.tokens().Key(token.AuthCode, code)
 	now := f.Time.UTC()
+	hooks, err := s.codeHooksAhead(ctx, client, form, hash, now)
+	if err != nil {
+		return nil, err
+	}
 	var resp *TokenResponse
 	var subject string
 	var refused *refusal
-	err := s.Store.Tx(ctx, func(tx store.Store) error {
+	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		refused = nil // the function may run twice (UseAuthCodeGuardPerson)
-		err := s.exchange(ctx, f, tx, client, form, hash, now, &resp, &subject)
+		err := s.exchange(ctx, f, tx, client, form, hash, now, hooks, &resp, &subject)
 		if errors.As(err, &refused) {
 			return nil // commit: the failed exchange still burns the code
 		}
@@ -65,12 +69,56 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 	return resp, nil
 }
 
+// codeHooksAhead asks the web hooks, before the exchange's transaction,
+// what its issuance would ask them (hooksAhead), when a read of the code
+// says the exchange would issue: an unknown, used or refused code asks
+// nothing. The transaction uses the code and decides; this read only
+// spares SQLite's single writer the hooks' round trips.
+func (s *Service) codeHooksAhead(ctx context.Context, client store.Client, form map[string]string, hash []byte, now time.Time) (*hookAnswers, error) {
+	if !s.hooksEnabled() {
+		return nil, nil
+	}
+	c, err := s.Store.GetAuthCode(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (!c.UsedAt.IsZero() || codeRefusal(c, client, form, now) != nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.hooksAhead(ctx, codeIssue(client, c), nil)
+}
+
+// codeIssue is the issuance of an exchange of code c by client.
+func codeIssue(client store.Client, c store.AuthCode) issue {
+	return issue{client: client, subject: c.Subject, scopes: c.Scopes, requested: c.Scopes,
+		authLevel: c.AuthLevel, amr: c.AMR, data: c.Data, refresh: issuesRefresh(client)}
+}
+
+// invalidGrant refuses a grant with invalid_grant, recording event.
+func invalidGrant(event, desc string) *refusal {
+	return &refusal{event: event, err: newError(ErrInvalidGrant, desc)}
+}
+
+// codeRefusal is the refusal of exchanging code c for client, or nil.
+func codeRefusal(c store.AuthCode, client store.Client, form map[string]string, now time.Time) *refusal {
+	switch {
+	case c.ClientID != client.ID:
+		return invalidGrant(events.TokenRequestInvalidGrant, "The authorization code was issued to another client.")
+	case !now.Before(c.ExpiresAt):
+		return invalidGrant(events.TokenRequestInvalidGrant, "The authorization code has expired.")
+	case c.RedirectURI != "" && form["redirect_uri"] != c.RedirectURI:
+		// RFC 6749 section 4.1.3: required and identical when the authorization request sent it.
+		return invalidGrant(events.TokenRequestInvalidRedirectURI, "The redirect_uri does not match the authorization request.")
+	}
+	if desc := checkVerifier(c, form["code_verifier"]); desc != "" {
+		return invalidGrant(events.TokenRequestInvalidPKCEVerifier, desc)
+	}
+	return nil
+}
+
 // exchange is the body of the code exchange, inside its transaction.
 func (s *Service) exchange(ctx context.Context, f request.Facts, tx store.Store, client store.Client, form map[string]string, hash []byte,
-	now time.Time, resp **TokenResponse, subject *string) error {
-	invalid := func(event, desc string) error {
-		return &refusal{event: event, err: newError(ErrInvalidGrant, desc)}
-	}
+	now time.Time, hooks *hookAnswers, resp **TokenResponse, subject *string) error {
 	// Using the code first makes it single-use whatever happens next:
 	// a failed exchange burns it (RFC 6749 section 4.1.2: one use only).
 	// The person is read with it, as lockPerson does: the authority over
@@ -84,33 +132,22 @@ func (s *Service) exchange(ctx context.Context, f request.Facts, tx store.Store,
 	case errors.Is(err, store.ErrConflict):
 		return errCodeReplay{grantID: c.GrantID}
 	case errors.Is(err, store.ErrNotFound):
-		return invalid(events.TokenRequestInvalidGrant, "The authorization code is invalid.")
+		return invalidGrant(events.TokenRequestInvalidGrant, "The authorization code is invalid.")
 	case err != nil:
 		return err
 	}
 	*subject = c.Subject
-	switch {
-	case c.ClientID != client.ID:
-		return invalid(events.TokenRequestInvalidGrant, "The authorization code was issued to another client.")
-	case !now.Before(c.ExpiresAt):
-		return invalid(events.TokenRequestInvalidGrant, "The authorization code has expired.")
-	case c.RedirectURI != "" && form["redirect_uri"] != c.RedirectURI:
-		// RFC 6749 section 4.1.3: required and identical when the authorization request sent it.
-		return invalid(events.TokenRequestInvalidRedirectURI, "The redirect_uri does not match the authorization request.")
-	}
-	if desc := checkVerifier(c, form["code_verifier"]); desc != "" {
-		return invalid(events.TokenRequestInvalidPKCEVerifier, desc)
+	if ref := codeRefusal(c, client, form, now); ref != nil {
+		return ref
 	}
 	if p.ID == "" || !identity.MaySignIn(p.Status) {
 		// Gone, or blocked since the code was issued.
-		return invalid(events.TokenRequestInvalidGrant, "The account of the authorization code cannot sign in.")
+		return invalidGrant(events.TokenRequestInvalidGrant, "The account of the authorization code cannot sign in.")
 	}
+	is := codeIssue(client, c)
+	is.person, is.hooks = &p, hooks
 	var g store.Grant
-	*resp, g, err = s.mint(ctx, tx, issue{
-		client: client, subject: c.Subject, scopes: c.Scopes, requested: c.Scopes,
-		authLevel: c.AuthLevel, amr: c.AMR, data: c.Data,
-		refresh: issuesRefresh(client), person: &p,
-	})
+	*resp, g, err = s.mint(ctx, tx, is)
 	if err != nil {
 		return err
 	}

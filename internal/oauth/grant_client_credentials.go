@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/request"
@@ -18,18 +17,8 @@ func (s *Service) clientCredentials(ctx context.Context, f request.Facts, client
 		if scopes, desc = AllowedScopes(client, requested); desc == "" {
 			is := issue{client: client, scopes: scopes, requested: requested}
 			var err error
-			if s.Details.AccessHook.Enabled() {
-				// Before the transaction: no code or refresh token to keep
-				// single use, and on SQLite the hook's round trip would hold
-				// the single writer.
-				narrowed, claims, err := s.accessTokenHook(ctx, s.Store, client, "", scopes, nil)
-				if err != nil {
-					return nil, err
-				}
-				if is.data, err = json.Marshal(grantData{AdditionalClaims: claims}); err != nil {
-					return nil, err
-				}
-				is.scopes, is.hooked = narrowed, true
+			if is.hooks, err = s.hooksAhead(ctx, is, nil); err != nil {
+				return nil, err
 			}
 			if is.ahead, err = s.signAhead(ctx, is); err != nil {
 				return nil, err

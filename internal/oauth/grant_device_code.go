@@ -33,15 +33,24 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 	// came between, the locked path below decides again; but a poll that
 	// was too fast is too fast on the newer state too (a later poll's time
 	// is later and the interval only grows), which the poll between wrote.
-	if d, err := s.Store.GetDeviceCode(ctx, hash); err == nil && d.ClientID == client.ID &&
-		d.Status == store.DevicePending && now.Before(d.ExpiresAt) {
-		next, outcome := nextPoll(d, now)
-		wrote, err := s.Store.SetDevicePoll(ctx, hash, d, next)
-		if err != nil {
-			return nil, err
-		}
-		if wrote || outcome == pollSlowDown {
-			return nil, pollError(outcome)
+	// An approved code's web hooks are asked on the same read, before the
+	// transaction (hooksAhead), which decides.
+	var hooks *hookAnswers
+	if d, err := s.Store.GetDeviceCode(ctx, hash); err == nil && d.ClientID == client.ID && now.Before(d.ExpiresAt) {
+		switch d.Status {
+		case store.DevicePending:
+			next, outcome := nextPoll(d, now)
+			wrote, err := s.Store.SetDevicePoll(ctx, hash, d, next)
+			if err != nil {
+				return nil, err
+			}
+			if wrote || outcome == pollSlowDown {
+				return nil, pollError(outcome)
+			}
+		case store.DeviceApproved:
+			if hooks, err = s.hooksAhead(ctx, deviceIssue(client, d), nil); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var outcome pollOutcome
@@ -71,9 +80,10 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 		if err != nil || outcome != pollIssue {
 			return err
 		}
+		is := deviceIssue(client, d)
+		is.hooks = hooks
 		var g store.Grant
-		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: d.Subject, scopes: d.Scopes, requested: d.Scopes,
-			authLevel: d.AuthLevel, amr: d.AMR, refresh: issuesRefresh(client)})
+		resp, g, err = s.mint(ctx, tx, is)
 		if errors.Is(err, errPersonInactive) {
 			// The person who approved was blocked or deleted since: commit
 			// the code as used (the approval is spent) and issue nothing.
@@ -102,6 +112,12 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 		return nil, pollError(outcome)
 	}
 	return resp, nil
+}
+
+// deviceIssue is the issuance of approved device code d to client.
+func deviceIssue(client store.Client, d store.DeviceCode) issue {
+	return issue{client: client, subject: d.Subject, scopes: d.Scopes, requested: d.Scopes,
+		authLevel: d.AuthLevel, amr: d.AMR, refresh: issuesRefresh(client)}
 }
 
 // nextPoll is a pending code after a poll at now, and the poll's outcome.

@@ -67,11 +67,15 @@ func (s *Service) password(ctx context.Context, f request.Facts, client store.Cl
 		// answered as a wrong password, as the login page's throttles are.
 		return nil, newError(ErrInvalidGrant, "The username or password is wrong.")
 	}
+	is := issue{client: client, subject: a.Subject(), scopes: a.Scopes(), requested: requested,
+		authLevel: a.Level(), amr: a.AMR(), refresh: issuesRefresh(client)}
+	if is.hooks, err = s.hooksAhead(ctx, is, &p); err != nil {
+		return nil, err
+	}
 	var resp *TokenResponse
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		var g store.Grant
-		resp, g, err = s.mint(ctx, tx, issue{client: client, subject: a.Subject(), scopes: a.Scopes(), requested: requested,
-			authLevel: a.Level(), amr: a.AMR(), refresh: issuesRefresh(client)})
+		resp, g, err = s.mint(ctx, tx, is)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/events"
@@ -28,12 +29,13 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 	hash := s.tokens().Key(token.RefreshToken, value)
 	now := f.Time.UTC()
 	rotate := isPublic(client)
-	invalid := func(event, desc string) error {
-		return &refusal{event: event, err: newError(ErrInvalidGrant, desc)}
-	}
 	// Read before the transaction: the identity configuration is read
 	// through the store (SQLite's writer is the transaction's).
 	pol, err := s.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := s.refreshHooksAhead(ctx, client, hash, requested, rotate, now)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +70,7 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 				p, err = tx.SharePerson(ctx, t.Subject)
 			}
 			if p, err = mayIssueFor(p, err); errors.Is(err, errPersonInactive) {
-				return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
+				return invalidGrant(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 			} else if err != nil {
 				return err
 			}
@@ -83,33 +85,13 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token is invalid.")
+			return invalidGrant(events.TokenRequestInvalidRefreshToken, "The refresh token is invalid.")
 		case err != nil:
 			return err
-		case t.Kind != store.KindRefresh || t.ClientID != client.ID || t.GrantID != g.ID:
-			// (g is another grant only when the first read found no token.)
-			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token is invalid.")
-		case !t.RevokedAt.IsZero():
-			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token was revoked.")
-		case !now.Before(t.ExpiresAt):
-			return invalid(events.TokenRequestExpiredRefreshToken, "The refresh token has expired.")
 		}
-		if !g.RevokedAt.IsZero() {
-			return invalid(events.TokenRequestInvalidRefreshToken, "The refresh token was revoked.")
-		}
-		if !now.Before(g.ExpiresAt) {
-			return invalid(events.TokenRequestMaxValidityExpired, "The grant has reached its maximum validity.")
-		}
-		scopes := t.Scopes
-		if len(requested) > 0 {
-			// RFC 6749 section 6: the scope may only narrow.
-			for _, sc := range requested {
-				if !slices.Contains(g.Scopes, sc) {
-					return &refusal{event: events.TokenRequestScopeInvalid,
-						err: newError(ErrInvalidScope, "The scope "+sc+" was not granted.")}
-				}
-			}
-			scopes = requested
+		scopes, ref := refreshScopes(t, g, client, requested, now)
+		if ref != nil {
+			return ref
 		}
 		configured, err := tx.GetScopes(ctx, scopes)
 		if err != nil {
@@ -124,9 +106,9 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 			person = nil // (another grant's: see above)
 		}
 		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-			grant: &g, refresh: rotate, person: person})
+			grant: &g, refresh: rotate, person: person, hooks: hooks})
 		if errors.Is(err, errPersonInactive) {
-			return invalid(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
+			return invalidGrant(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 		}
 		if err != nil {
 			return err
@@ -153,6 +135,59 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 		return nil, err
 	}
 	return resp, nil
+}
+
+// refreshHooksAhead asks the web hooks, before the refresh's transaction,
+// what its issuance would ask them (hooksAhead), when a read of the token
+// says the refresh would issue. The transaction decides; this read only
+// spares SQLite's single writer the hooks' round trips.
+func (s *Service) refreshHooksAhead(ctx context.Context, client store.Client, hash []byte, requested []string, rotate bool, now time.Time) (*hookAnswers, error) {
+	if !s.hooksEnabled() {
+		return nil, nil
+	}
+	t, g, err := s.Store.GetTokenGrant(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	scopes, ref := refreshScopes(t, g, client, requested, now)
+	if ref != nil || rotate && !t.UsedAt.IsZero() {
+		return nil, nil
+	}
+	return s.hooksAhead(ctx, issue{client: client, scopes: scopes, requested: requested, grant: &g, refresh: rotate}, nil)
+}
+
+// refreshScopes are the scopes a refresh with token t of grant g issues,
+// or its refusal: a token of another kind, client or grant, revoked or
+// expired, a grant revoked or at its maximum validity, or a requested
+// scope the grant does not hold.
+func refreshScopes(t store.Token, g store.Grant, client store.Client, requested []string, now time.Time) ([]string, *refusal) {
+	switch {
+	case t.Kind != store.KindRefresh || t.ClientID != client.ID || t.GrantID != g.ID:
+		// (g is another grant only when the first read found no token.)
+		return nil, invalidGrant(events.TokenRequestInvalidRefreshToken, "The refresh token is invalid.")
+	case !t.RevokedAt.IsZero():
+		return nil, invalidGrant(events.TokenRequestInvalidRefreshToken, "The refresh token was revoked.")
+	case !now.Before(t.ExpiresAt):
+		return nil, invalidGrant(events.TokenRequestExpiredRefreshToken, "The refresh token has expired.")
+	case !g.RevokedAt.IsZero():
+		return nil, invalidGrant(events.TokenRequestInvalidRefreshToken, "The refresh token was revoked.")
+	case !now.Before(g.ExpiresAt):
+		return nil, invalidGrant(events.TokenRequestMaxValidityExpired, "The grant has reached its maximum validity.")
+	}
+	if len(requested) == 0 {
+		return t.Scopes, nil
+	}
+	// RFC 6749 section 6: the scope may only narrow.
+	for _, sc := range requested {
+		if !slices.Contains(g.Scopes, sc) {
+			return nil, &refusal{event: events.TokenRequestScopeInvalid,
+				err: newError(ErrInvalidScope, "The scope "+sc+" was not granted.")}
+		}
+	}
+	return requested, nil
 }
 
 // refreshAllowed asks authflow whether a person's grant may be refreshed

@@ -43,9 +43,24 @@ type issue struct {
 	// mint takes it unless the access token hook ran inside and changed
 	// the claims it was signed with.
 	ahead *aheadToken
-	// hooked: the access token hook ran before the transaction, and
-	// scopes and data hold what it answered (client credentials).
-	hooked bool
+	// hooks: the web hooks' answers asked before the transaction
+	// (hooksAhead); nil when none were.
+	hooks *hookAnswers
+}
+
+// grantData is the flow data of is: its grant's, or a new grant's.
+func (is issue) grantData() (grantData, error) {
+	var data grantData
+	b := is.data
+	if is.grant != nil {
+		b = is.grant.Data
+	}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &data); err != nil {
+			return data, err
+		}
+	}
+	return data, nil
 }
 
 // aheadToken is a JWT access token of a new grant, signed before the
@@ -62,21 +77,27 @@ type aheadToken struct {
 // signAhead signs the JWT access token of is, a new grant, before its
 // transaction, or returns nil when mint would not sign one or could not
 // know the claims before the transaction: no signing keys, an opaque
-// client, an access token hook that has not run yet (it narrows scopes and
-// adds claims), or a scope with a usage limit (the token stays opaque).
+// client, an access token hook not asked yet (it narrows scopes and adds
+// claims), or a scope with a usage limit (the token stays opaque).
 func (s *Service) signAhead(ctx context.Context, is issue) (*aheadToken, error) {
-	if s.Keys == nil || !client.IssuesJWTAccessTokens(is.client) || s.Details.AccessHook.Enabled() && !is.hooked || is.grant != nil {
+	if s.Keys == nil || !client.IssuesJWTAccessTokens(is.client) || is.grant != nil {
 		return nil, nil
+	}
+	data, err := is.grantData()
+	if err != nil {
+		return nil, err
+	}
+	if s.Details.AccessHook.Enabled() {
+		// Signed with what the hook answered; should mint ask it again
+		// inside, it signs again.
+		if is.hooks == nil || is.hooks.access == nil {
+			return nil, nil
+		}
+		is.scopes, data.AdditionalClaims = is.hooks.narrowed, is.hooks.claims
 	}
 	configured, err := s.Store.GetScopes(ctx, is.scopes)
 	if err != nil || scopes.UsageLimit(configured) > 0 {
 		return nil, err
-	}
-	var data grantData
-	if len(is.data) > 0 {
-		if err := json.Unmarshal(is.data, &data); err != nil {
-			return nil, err
-		}
 	}
 	now := s.Now().UTC()
 	g := newGrant(is, now)
@@ -170,25 +191,22 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			return nil, store.Grant{}, err
 		}
 	}
-	var data grantData
-	switch {
-	case is.grant != nil && len(is.grant.Data) > 0:
-		if err := json.Unmarshal(is.grant.Data, &data); err != nil {
-			return nil, store.Grant{}, err
-		}
-	case len(is.data) > 0:
-		if err := json.Unmarshal(is.data, &data); err != nil {
-			return nil, store.Grant{}, err
-		}
+	data, err := is.grantData()
+	if err != nil {
+		return nil, store.Grant{}, err
 	}
 	hookedInside := false
-	if s.Details.AccessHook.Enabled() && !is.hooked {
-		// The hook runs inside the transaction so that a code or refresh
-		// token stays single use; its bounded timeout bounds the hold.
-		hookedInside = true
-		narrowed, claims, err := s.accessTokenHook(ctx, st, is.client, subject, is.scopes, data.HookParams)
-		if err != nil {
-			return nil, store.Grant{}, err
+	if s.Details.AccessHook.Enabled() {
+		// The answer asked before the transaction, if it answered what
+		// this transaction read; otherwise the hook is asked here, whose
+		// bounded timeout bounds the hold.
+		req := s.accessHookRequest(is.client, subject, is.scopes, data.HookParams, person)
+		narrowed, claims, ok := is.hooks.accessAnswer(req)
+		if !ok {
+			hookedInside = true
+			if narrowed, claims, err = s.askAccessHook(ctx, st, is.client, req); err != nil {
+				return nil, store.Grant{}, err
+			}
 		}
 		is.scopes, data.AdditionalClaims = narrowed, claims
 		b, err := json.Marshal(data)
@@ -212,7 +230,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		return nil, store.Grant{}, err
 	}
 	// OpenID Connect: an ID token goes with the tokens of a person's grant.
-	idToken := s.Keys != nil && subject != "" && slices.Contains(is.scopes, ScopeOpenID)
+	idToken := s.issuesIDToken(subject, is.scopes)
 	g := store.Grant{}
 	if is.grant != nil {
 		g = *is.grant
@@ -225,7 +243,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			// The ID token answers the user details; a new grant stores them
 			// as it is written, from the person this issuance read, rather
 			// than reading the person again and updating the grant after.
-			if data.UserDetails, err = s.detailsOf(ctx, request.Facts{}, st, person, g, data); err != nil {
+			if data.UserDetails, err = s.newGrantDetails(ctx, st, person, g, data, is.hooks); err != nil {
 				return nil, g, err
 			}
 			if g.Data, err = json.Marshal(data); err != nil {
@@ -298,6 +316,20 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		}
 	}
 	return resp, g, nil
+}
+
+// newGrantDetails are the user details of a new grant g of person p: as
+// detailsOf, with the user details hook's answer asked before the
+// transaction when it answered this request.
+func (s *Service) newGrantDetails(ctx context.Context, st store.Store, p store.Person, g store.Grant, data grantData, ahead *hookAnswers) (map[string]any, error) {
+	req := s.userHookRequest(p, g.Scopes, data.HookParams)
+	if !s.Details.UserHook.Enabled() {
+		return req.Claims, nil
+	}
+	if details, ok := ahead.userAnswer(req); ok {
+		return details, nil
+	}
+	return s.askUserHook(ctx, request.Facts{}, st, g.ClientID, req)
 }
 
 // profileID is "static" for clients that are not mobile app instances

@@ -3,15 +3,10 @@ package oauth_test
 import (
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
@@ -129,58 +124,4 @@ func TestJWTClientGetsAnOpaqueTokenForACountedScope(t *testing.T) {
 			t.Errorf("without the counted scope: %v", c)
 		}
 	})
-}
-
-// A client_credentials issuance calls the access token hook before its
-// transaction: while the hook has not answered, other writes go on (on
-// SQLite the transaction runs on the single writer, which a hook inside
-// it held for the hook's whole round trip).
-func TestAccessTokenHookHoldsNoWriter(t *testing.T) {
-	for _, backend := range servertest.Backends {
-		t.Run(backend, func(t *testing.T) { hookHoldsNoWriter(t, backend) })
-	}
-}
-
-func hookHoldsNoWriter(t *testing.T, backend string) {
-	arrived, release := make(chan struct{}, 1), make(chan struct{})
-	var hold atomic.Bool
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hold.Load() {
-			arrived <- struct{}{}
-			<-release
-		}
-		io.WriteString(w, `{"additionalClaims":{"tier":"gold"}}`)
-	}))
-	t.Cleanup(hook.Close)
-	cfg := jwtConfig()
-	cfg.Webhooks.AccessToken = config.Webhook{URL: hook.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
-	s := servertest.Start(t, cfg, servertest.Options{Backend: backend})
-	first := jwtToken(t, s, "read")
-	if first.status != 200 {
-		t.Fatalf("token: %d %s", first.status, first.body)
-	}
-	hold.Store(true)
-	held := make(chan answer, 1)
-	go func() { held <- jwtToken(t, s, "read") }()
-	<-arrived
-	// A write while the hook holds the issuance: the revocation commits.
-	done := make(chan answer, 1)
-	go func() {
-		done <- post(t, s, "/oauth/revoke", url.Values{"token": {first.json["access_token"].(string)}}, "jwt-api", jwtSecret)
-	}()
-	select {
-	case r := <-done:
-		if r.status != 200 {
-			t.Errorf("revoke: %d %s", r.status, r.body)
-		}
-	case <-time.After(30 * time.Second):
-		t.Error("a revocation waited for the access token hook of another request")
-	}
-	close(release)
-	if r := <-held; r.status != 200 || jwtClaims(t, r.json["access_token"].(string))["tier"] != "gold" {
-		t.Errorf("the held issuance: %d %s", r.status, r.body)
-	}
-	if r := introspect(t, s, first.json["access_token"].(string), nil); r.json["active"] != false {
-		t.Errorf("revoked: %s", r.body)
-	}
 }

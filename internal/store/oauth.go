@@ -230,6 +230,9 @@ type Tokens interface {
 	CountTokenUse(ctx context.Context, hash []byte) (Token, error)
 
 	CreateAuthCode(ctx context.Context, c AuthCode) error
+	// GetAuthCode reads a code, used or not, without using it (a read
+	// before the exchange's transaction); ErrNotFound when unknown.
+	GetAuthCode(ctx context.Context, hash []byte) (AuthCode, error)
 	// UseAuthCode marks an unused code used at now and returns it. It returns
 	// the code with ErrConflict when it was used before (the caller revokes
 	// c.GrantID), ErrNotFound when unknown. Exactly one of many concurrent

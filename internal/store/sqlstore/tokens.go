@@ -350,6 +350,12 @@ func (db *DB) CreateAuthCode(ctx context.Context, c store.AuthCode) error {
 		c.AuthLevel, list(c.AMR), c.Data, micros(c.IssuedAt), micros(c.ExpiresAt), micros(c.UsedAt), c.GrantID)
 }
 
+// GetAuthCode reads a code.
+func (db *DB) GetAuthCode(ctx context.Context, hash []byte) (store.AuthCode, error) {
+	c, err := scanCode(db.queryRow(ctx, `SELECT `+codeColumns+` FROM auth_codes WHERE hash = ?`, hash))
+	return c, db.scanErr(err)
+}
+
 // UseAuthCode marks an unused code used (single use, as UseRefreshToken).
 func (db *DB) UseAuthCode(ctx context.Context, hash []byte, now time.Time) (store.AuthCode, error) {
 	c, err := scanCode(db.queryRowWrite(ctx, `UPDATE auth_codes SET used_at = ? WHERE hash = ? AND used_at = 0
@@ -406,9 +412,8 @@ func (db *DB) UseAuthCodeGuardPerson(ctx context.Context, hash []byte, now time.
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		// No code, or its person is gone: the code alone.
-		c, err = scanCode(db.queryRow(ctx, `SELECT `+codeColumns+` FROM auth_codes WHERE hash = ?`, hash))
-		if err != nil {
-			return c, p, db.scanErr(err)
+		if c, err = db.GetAuthCode(ctx, hash); err != nil {
+			return c, p, err
 		}
 	case err != nil:
 		return c, p, db.scanErr(err)

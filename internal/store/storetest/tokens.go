@@ -298,6 +298,16 @@ func testAuthCodeSingleUse(t *testing.T, s store.Store) {
 	if err := s.CreateAuthCode(ctx(), c); err != nil {
 		t.Fatal(err)
 	}
+	// Read, the code stays unused.
+	for range 2 {
+		read, err := s.GetAuthCode(ctx(), []byte("c1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(c, read); d != "" {
+			t.Errorf("GetAuthCode (-want +got):\n%s", d)
+		}
+	}
 	got, err := s.UseAuthCode(ctx(), []byte("c1"), t0)
 	if err != nil {
 		t.Fatal(err)
@@ -308,6 +318,13 @@ func testAuthCodeSingleUse(t *testing.T, s store.Store) {
 	}
 	if err := s.SetAuthCodeGrant(ctx(), []byte("c1"), "g1"); err != nil {
 		t.Fatal(err)
+	}
+	c.GrantID = "g1"
+	if read, err := s.GetAuthCode(ctx(), []byte("c1")); err != nil || cmp.Diff(c, read) != "" {
+		t.Errorf("GetAuthCode of the used code: %+v, %v; want %+v", read, err, c)
+	}
+	if _, err := s.GetAuthCode(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetAuthCode unknown: %v", err)
 	}
 	got, err = s.UseAuthCode(ctx(), []byte("c1"), t0)
 	if !errors.Is(err, store.ErrConflict) || got.GrantID != "g1" {

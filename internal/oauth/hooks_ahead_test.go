@@ -1,0 +1,238 @@
+package oauth_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// Every grant asks its web hooks before its transaction: on SQLite a
+// transaction's function runs on the single writer, where a hook's round
+// trip held every other write of the server. The transaction takes an
+// answer only for the request it would send itself.
+
+// heldHook is a web hook receiver whose calls can be held unanswered.
+type heldHook struct {
+	*httptest.Server
+	hold     atomic.Bool
+	arrived  chan struct{}
+	release  chan struct{}
+	requests chan map[string]any // every request, in order
+	answer   func(n int) string  // the answer to the n-th call (from 1)
+	calls    atomic.Int32
+}
+
+func newHeldHook(t *testing.T, answer func(n int) string) *heldHook {
+	h := &heldHook{arrived: make(chan struct{}, 1), release: make(chan struct{}),
+		requests: make(chan map[string]any, 100), answer: answer}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		n := int(h.calls.Add(1))
+		h.requests <- req
+		if h.hold.CompareAndSwap(true, false) {
+			h.arrived <- struct{}{}
+			<-h.release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, h.answer(n))
+	}))
+	t.Cleanup(func() {
+		select {
+		case <-h.release:
+		default:
+			close(h.release)
+		}
+		h.Close()
+	})
+	return h
+}
+
+func always(answer string) func(int) string { return func(int) string { return answer } }
+
+func hooksConfig(access, user *heldHook) *config.Config {
+	cfg := deviceConfig()
+	cfg.Clients = append(cfg.Clients, jwtConfig().Clients[len(jwtConfig().Clients)-1])
+	cfg.Webhooks.AccessToken = config.Webhook{URL: access.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
+	cfg.Webhooks.UserDetails = config.Webhook{URL: user.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
+	return cfg
+}
+
+func TestWebHooksHoldNoWriter(t *testing.T) {
+	type grant struct {
+		name string
+		user bool // hold the user details hook, not the access token hook
+		// prepare readies the grant's request, which is then sent with
+		// its hook held; it checks the answer.
+		prepare func(t *testing.T, s *servertest.Server) func() error
+	}
+	accessGold := func(s *servertest.Server, tok string) error {
+		if r := introspect(t, s, tok, nil); r.json["tier"] != "gold" {
+			return fmt.Errorf("introspection without the hook's claim: %s", r.body)
+		}
+		return nil
+	}
+	grants := []grant{
+		{name: "client_credentials", prepare: func(t *testing.T, s *servertest.Server) func() error {
+			return func() error {
+				r := jwtToken(t, s, "read")
+				if r.status != 200 || jwtClaims(t, r.json["access_token"].(string))["tier"] != "gold" {
+					return fmt.Errorf("%d %s", r.status, r.body)
+				}
+				return nil
+			}
+		}},
+		{name: "authorization_code", prepare: func(t *testing.T, s *servertest.Server) func() error {
+			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+			code, verifier := codeFor(t, s, browser(t, s), oc)
+			return func() error {
+				tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
+				if err != nil {
+					return err
+				}
+				return accessGold(s, tok.AccessToken)
+			}
+		}},
+		{name: "authorization_code, user details", user: true, prepare: func(t *testing.T, s *servertest.Server) func() error {
+			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+			oc.Scopes = []string{"openid", "read"}
+			code, verifier := codeFor(t, s, browser(t, s), oc)
+			return func() error {
+				tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
+				if err != nil {
+					return err
+				}
+				if idt := jwtClaims(t, tok.Extra("id_token").(string)); idt["loyalty"] != "gold" {
+					return fmt.Errorf("ID token without the hook's claim: %v", idt)
+				}
+				return nil
+			}
+		}},
+		{name: "refresh_token", prepare: func(t *testing.T, s *servertest.Server) func() error {
+			tok := personToken(t, s, "web", webSecret, "")
+			return func() error {
+				r := refreshWith(t, s, "web", webSecret, tok.RefreshToken)
+				if r.status != 200 {
+					return fmt.Errorf("%d %s", r.status, r.body)
+				}
+				return accessGold(s, r.json["access_token"].(string))
+			}
+		}},
+		{name: "device_code", prepare: func(t *testing.T, s *servertest.Server) func() error {
+			app := appToken(t, s, "read", oauth.DeviceApproveScope)
+			d := deviceAuth(t, s, "tv", "read")
+			if r := approveInApp(t, s, app.AccessToken, d.UserCode); r.status != http.StatusNoContent {
+				t.Fatalf("approve: %d %v", r.status, r.json)
+			}
+			return func() error {
+				r := poll(t, s, "tv", d.DeviceCode)
+				if r.status != 200 {
+					return fmt.Errorf("%d %s", r.status, r.body)
+				}
+				return accessGold(s, r.json["access_token"].(string))
+			}
+		}},
+	}
+	for _, backend := range servertest.Backends {
+		for _, g := range grants {
+			t.Run(backend+"/"+g.name, func(t *testing.T) {
+				access := newHeldHook(t, always(`{"additionalClaims":{"tier":"gold"}}`))
+				user := newHeldHook(t, always(`{"claims":{"loyalty":"gold"}}`))
+				s := servertest.Start(t, hooksConfig(access, user), servertest.Options{Backend: backend})
+				revocable := personToken(t, s, "web", webSecret, "").AccessToken
+				send := g.prepare(t, s)
+				held := access
+				if g.user {
+					held = user
+				}
+				held.hold.Store(true)
+				answered := make(chan error, 1)
+				go func() { answered <- send() }()
+				<-held.arrived
+				// A write while the hook holds the grant: the revocation commits.
+				done := make(chan answer, 1)
+				go func() { done <- post(t, s, "/oauth/revoke", url.Values{"token": {revocable}}, "web", webSecret) }()
+				select {
+				case r := <-done:
+					if r.status != 200 {
+						t.Errorf("revoke: %d %s", r.status, r.body)
+					}
+				case <-time.After(30 * time.Second):
+					t.Error("a revocation waited for the web hook of another request")
+				}
+				close(held.release)
+				if err := <-answered; err != nil {
+					t.Errorf("the held grant: %v", err)
+				}
+				if active(t, s, revocable) {
+					t.Error("the revoked token is active")
+				}
+			})
+		}
+	}
+}
+
+// An answer asked before the transaction is taken only for the request
+// the transaction would send: the person renamed while the hook was
+// asked, the exchange asks again with the new name, and the token
+// carries the second answer.
+func TestWebHookAskedAgainWhenItsRequestChanged(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			access := newHeldHook(t, func(n int) string { return fmt.Sprintf(`{"additionalClaims":{"call":%d}}`, n) })
+			user := newHeldHook(t, always(`{}`))
+			s := servertest.Start(t, hooksConfig(access, user), servertest.Options{Backend: backend})
+			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+			code, verifier := codeFor(t, s, browser(t, s), oc)
+			access.hold.Store(true)
+			type result struct {
+				tok *oauth2.Token
+				err error
+			}
+			answered := make(chan result, 1)
+			go func() {
+				tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
+				answered <- result{tok, err}
+			}()
+			<-access.arrived
+			person, err := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Store.UpdatePerson(t.Context(), person.ID, func(p store.Person) (store.Person, error) {
+				p.FirstName = "Janet"
+				return p, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			close(access.release)
+			r := <-answered
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if n := access.calls.Load(); n != 2 {
+				t.Fatalf("the access token hook was called %d times, want twice (before the transaction, then inside)", n)
+			}
+			<-access.requests
+			if again := <-access.requests; again["userClaims"].(map[string]any)["first_name"] != "Janet" {
+				t.Errorf("the second request: %v, want the person as the transaction read it", again)
+			}
+			if got := introspect(t, s, r.tok.AccessToken, nil); got.json["call"] != float64(2) {
+				t.Errorf("introspection: %s, want the second answer's claim", got.body)
+			}
+		})
+	}
+}
