@@ -65,7 +65,8 @@ func always(answer string) func(int) string { return func(int) string { return a
 
 func hooksConfig(access, user *heldHook) *config.Config {
 	cfg := deviceConfig()
-	cfg.Clients = append(cfg.Clients, jwtConfig().Clients[len(jwtConfig().Clients)-1])
+	jwt, legacy := jwtConfig().Clients, blockConfig().Clients
+	cfg.Clients = append(cfg.Clients, jwt[len(jwt)-1], legacy[len(legacy)-1])
 	cfg.Webhooks.AccessToken = config.Webhook{URL: access.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
 	cfg.Webhooks.UserDetails = config.Webhook{URL: user.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
 	return cfg
@@ -125,6 +126,15 @@ func TestWebHooksHoldNoWriter(t *testing.T) {
 			tok := personToken(t, s, "web", webSecret, "")
 			return func() error {
 				r := refreshWith(t, s, "web", webSecret, tok.RefreshToken)
+				if r.status != 200 {
+					return fmt.Errorf("%d %s", r.status, r.body)
+				}
+				return accessGold(s, r.json["access_token"].(string))
+			}
+		}},
+		{name: "password", prepare: func(t *testing.T, s *servertest.Server) func() error {
+			return func() error {
+				r := passwordToken(t, s, personEmail, personPass)
 				if r.status != 200 {
 					return fmt.Errorf("%d %s", r.status, r.body)
 				}
@@ -232,6 +242,59 @@ func TestWebHookAskedAgainWhenItsRequestChanged(t *testing.T) {
 			}
 			if got := introspect(t, s, r.tok.AccessToken, nil); got.json["call"] != float64(2) {
 				t.Errorf("introspection: %s, want the second answer's claim", got.body)
+			}
+		})
+	}
+}
+
+// The read before the transaction asks the hooks only for a grant that
+// would issue: a refused or replayed code asks nothing.
+func TestWebHooksNotAskedForARefusedCode(t *testing.T) {
+	access := newHeldHook(t, always(`{}`))
+	user := newHeldHook(t, always(`{}`))
+	s := servertest.Start(t, hooksConfig(access, user), servertest.Options{})
+	oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+	oc.Scopes = []string{"openid", "read"}
+	code, verifier := codeFor(t, s, browser(t, s), oc)
+	if _, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(oauth2.GenerateVerifier())); !isOAuthError(err, "invalid_grant") {
+		t.Fatalf("wrong verifier: %v", err)
+	}
+	if n, m := access.calls.Load(), user.calls.Load(); n != 0 || m != 0 {
+		t.Errorf("a code refused for its verifier asked the hooks %d and %d times", n, m)
+	}
+	// The refusal burned the code: the right verifier is now a replay.
+	if _, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier)); !isOAuthError(err, "invalid_grant") {
+		t.Fatalf("replay: %v", err)
+	}
+	if n, m := access.calls.Load(), user.calls.Load(); n != 0 || m != 0 {
+		t.Errorf("a used code asked the hooks %d and %d times", n, m)
+	}
+}
+
+// A hook that fails closed fails the exchange before the code is used:
+// once the hook answers, the same code is exchanged.
+func TestWebHookFailingClosedLeavesTheCodeUnused(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			hook := newHook(t, hookSecret, `{"additionalClaims":{"tier":"gold"}}`)
+			hook.status = http.StatusBadGateway
+			cfg := introspectConfig()
+			cfg.Webhooks.AccessToken = config.Webhook{URL: hook.URL, Secret: hookSecret, FailClosed: true}
+			s := servertest.Start(t, cfg, servertest.Options{Backend: backend})
+			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+			code, verifier := codeFor(t, s, browser(t, s), oc)
+			if _, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier)); !isOAuthError(err, "server_error") {
+				t.Fatalf("hook failing closed: %v, want server_error", err)
+			}
+			hook.mu.Lock()
+			hook.status = 0
+			hook.mu.Unlock()
+			tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
+			if err != nil {
+				t.Fatalf("the same code once the hook answers: %v", err)
+			}
+			if r := introspect(t, s, tok.AccessToken, nil); r.json["tier"] != "gold" {
+				t.Errorf("introspection: %s", r.body)
 			}
 		})
 	}
