@@ -346,7 +346,7 @@ func apiUsers(users []config.APIUser) (*clientauth.BasicUsers, error) {
 // introspectionDetails builds the introspection members and web hooks of the config.
 func (s *Server) introspectionDetails() oauth.Details {
 	ic := s.cfg.Introspection
-	hc := &http.Client{Timeout: time.Minute} // each call has its own, shorter, deadline
+	hc := webhook.NewClient()
 	hook := func(name string, h config.Webhook) *webhook.Hook {
 		if h.URL == "" {
 			return nil
