@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
 // Every grant asks its web hooks before its transaction: on SQLite a
@@ -295,6 +297,64 @@ func TestWebHookFailingClosedLeavesTheCodeUnused(t *testing.T) {
 			}
 			if r := introspect(t, s, tok.AccessToken, nil); r.json["tier"] != "gold" {
 				t.Errorf("introspection: %s", r.body)
+			}
+		})
+	}
+}
+
+// A refresh stores the access token hook's claims on its grant only when
+// they changed: an unchanged answer leaves the grant's row as it was (on
+// PostgreSQL every refresh of a grant otherwise updated its one row, each
+// holding the row's lock until its commit), a changed one is stored.
+func TestRefreshRewritesItsGrantOnlyWhenTheHookChangedIt(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			tier := func(n int) string { // the code exchange is call 1
+				if n <= 3 {
+					return `{"additionalClaims":{"tier":"gold"}}`
+				}
+				return `{"additionalClaims":{"tier":"platinum"}}`
+			}
+			access := newHeldHook(t, tier)
+			user := newHeldHook(t, always(`{}`))
+			opts := servertest.Options{Backend: backend}
+			version := func() string { return "" } // the grant row's version, where the store shows it
+			if backend == "postgres" {
+				opts.PostgresURL = pgtest.NewDatabase(t)
+				raw, err := sql.Open("pgx", opts.PostgresURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { raw.Close() })
+				version = func() string {
+					var v string
+					if err := raw.QueryRow(`SELECT xmin::text FROM grants WHERE client_id = 'web'`).Scan(&v); err != nil {
+						t.Fatal(err)
+					}
+					return v
+				}
+			}
+			s := servertest.Start(t, hooksConfig(access, user), opts)
+			tok := personToken(t, s, "web", webSecret, "")
+			refreshed := func(want string) {
+				t.Helper()
+				r := refreshWith(t, s, "web", webSecret, tok.RefreshToken)
+				if r.status != 200 {
+					t.Fatalf("refresh: %d %s", r.status, r.body)
+				}
+				if got := introspect(t, s, r.json["access_token"].(string), nil); got.json["tier"] != want {
+					t.Errorf("introspection: %s, want tier %s", got.body, want)
+				}
+			}
+			refreshed("gold")
+			before := version()
+			refreshed("gold")
+			if after := version(); after != before {
+				t.Errorf("the grant's row was rewritten (version %s, then %s) with the hook's answer unchanged", before, after)
+			}
+			refreshed("platinum")
+			if after := version(); backend == "postgres" && after == before {
+				t.Error("the hook's changed answer was not stored on the grant")
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -214,7 +215,10 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			return nil, store.Grant{}, err
 		}
 		is.data = b
-		if is.grant != nil {
+		// Rewritten only when the answer changed it: a grant's refreshes
+		// would otherwise all update its one row (on PostgreSQL each
+		// holding the row's lock until its commit).
+		if is.grant != nil && !bytes.Equal(b, is.grant.Data) {
 			if err := st.SetGrantData(ctx, is.grant.ID, b); err != nil {
 				return nil, store.Grant{}, err
 			}
