@@ -24,16 +24,7 @@ func TestNewOpenIDGrantIsWrittenWithItsUserDetails(t *testing.T) {
 			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
 			oc.Scopes = []string{"openid", "read"}
 			code, verifier := codeFor(t, s, browser(t, s), oc)
-			person, err := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Store.UpdatePerson(t.Context(), person.ID, func(p store.Person) (store.Person, error) {
-				p.FirstName = "Janet"
-				return p, nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			person := rename(t, s, "Janet")
 			tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
 			if err != nil {
 				t.Fatal(err)
@@ -54,4 +45,20 @@ func TestNewOpenIDGrantIsWrittenWithItsUserDetails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rename gives the test person a new first name and returns the person.
+func rename(t *testing.T, s *servertest.Server, first string) store.Person {
+	t.Helper()
+	person, err := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.UpdatePerson(t.Context(), person.ID, func(p store.Person) (store.Person, error) {
+		p.FirstName = first
+		return p, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return person
 }

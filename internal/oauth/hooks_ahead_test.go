@@ -17,7 +17,6 @@ import (
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/server/servertest"
-	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
@@ -220,16 +219,7 @@ func TestWebHookAskedAgainWhenItsRequestChanged(t *testing.T) {
 				answered <- result{tok, err}
 			}()
 			<-access.arrived
-			person, err := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Store.UpdatePerson(t.Context(), person.ID, func(p store.Person) (store.Person, error) {
-				p.FirstName = "Janet"
-				return p, nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			rename(t, s, "Janet")
 			close(access.release)
 			r := <-answered
 			if r.err != nil {
