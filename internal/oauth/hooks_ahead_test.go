@@ -67,7 +67,10 @@ func always(answer string) func(int) string { return func(int) string { return a
 func hooksConfig(access, user *heldHook) *config.Config {
 	cfg := deviceConfig()
 	jwt, legacy := jwtConfig().Clients, blockConfig().Clients
-	cfg.Clients = append(cfg.Clients, jwt[len(jwt)-1], legacy[len(legacy)-1])
+	no := false
+	cfg.Clients = append(cfg.Clients, jwt[len(jwt)-1], legacy[len(legacy)-1],
+		config.Client{ClientID: "legacy-spa", TokenEndpointAuthMethod: "none", RedirectURIs: []string{redirect},
+			GrantTypes: []string{"implicit"}, Scopes: []string{"read"}, ConsentRequired: &no})
 	cfg.Webhooks.AccessToken = config.Webhook{URL: access.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
 	cfg.Webhooks.UserDetails = config.Webhook{URL: user.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
 	return cfg
@@ -140,6 +143,16 @@ func TestWebHooksHoldNoWriter(t *testing.T) {
 					return fmt.Errorf("%d %s", r.status, r.body)
 				}
 				return accessGold(s, r.json["access_token"].(string))
+			}
+		}},
+		{name: "implicit", prepare: func(t *testing.T, s *servertest.Server) func() error {
+			return func() error {
+				back := authorize(t, s, browser(t, s), s.URL+"/oauth/authorize?client_id=legacy-spa&response_type=token&state=imp")
+				frag, _ := url.ParseQuery(back.Fragment)
+				if frag.Get("access_token") == "" {
+					return fmt.Errorf("implicit answer %s", back)
+				}
+				return accessGold(s, frag.Get("access_token"))
 			}
 		}},
 		{name: "device_code", prepare: func(t *testing.T, s *servertest.Server) func() error {
