@@ -71,21 +71,21 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 
 // codeHooksAhead asks the web hooks, before the exchange's transaction,
 // what its issuance would ask them (hooksAhead), when a read of the code
-// says the exchange would issue: an unknown, used or refused code asks
-// nothing. The transaction uses the code and decides; this read only
+// says the exchange would issue: an unknown, used or refused code, or one
+// whose person is gone, asks nothing. The transaction uses the code and decides; this read only
 // spares SQLite's single writer the hooks' round trips.
 func (s *Service) codeHooksAhead(ctx context.Context, client store.Client, form map[string]string, hash []byte, now time.Time) (*hookAnswers, error) {
 	if !s.hooksEnabled() {
 		return nil, nil
 	}
-	c, err := s.Store.GetAuthCode(ctx, hash)
+	c, p, err := s.Store.GetAuthCodePerson(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (!c.UsedAt.IsZero() || codeRefusal(c, client, form, now) != nil) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.hooksAhead(ctx, codeIssue(client, c), nil)
+	return s.hooksAhead(ctx, codeIssue(client, c), &p)
 }
 
 // codeIssue is the issuance of an exchange of code c by client.

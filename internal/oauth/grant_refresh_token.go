@@ -145,7 +145,9 @@ func (s *Service) refreshHooksAhead(ctx context.Context, client store.Client, ha
 	if !s.hooksEnabled() {
 		return nil, nil
 	}
-	t, g, err := s.Store.GetTokenGrant(ctx, hash)
+	// (ErrNotFound also for a token without a person, or whose person is
+	// gone: the transaction decides those without asking here.)
+	t, g, p, err := s.Store.GetTokenGrantPerson(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -153,10 +155,10 @@ func (s *Service) refreshHooksAhead(ctx context.Context, client store.Client, ha
 		return nil, err
 	}
 	scopes, ref := refreshScopes(t, g, client, requested, now)
-	if ref != nil || rotate && !t.UsedAt.IsZero() {
+	if ref != nil || rotate && !t.UsedAt.IsZero() || p.ID != g.Subject {
 		return nil, nil
 	}
-	return s.hooksAhead(ctx, issue{client: client, scopes: scopes, requested: requested, grant: &g, refresh: rotate}, nil)
+	return s.hooksAhead(ctx, issue{client: client, scopes: scopes, requested: requested, grant: &g, refresh: rotate}, &p)
 }
 
 // refreshScopes are the scopes a refresh with token t of grant g issues,

@@ -208,6 +208,9 @@ type Tokens interface {
 	// person is missing, a token without a subject included: the caller
 	// then reads them one by one.
 	GetTokenGrantSharePerson(ctx context.Context, hash []byte) (Token, Grant, Person, error)
+	// GetTokenGrantPerson answers as GetTokenGrantSharePerson without a
+	// lock (a read before a refresh's transaction).
+	GetTokenGrantPerson(ctx context.Context, hash []byte) (Token, Grant, Person, error)
 	// GetTokenGrantGuardPerson answers as GetTokenGrantSharePerson, for a
 	// transaction that issues from what it read. A store may read without
 	// the lock and commit the transaction's writes only if the person, the
@@ -230,9 +233,10 @@ type Tokens interface {
 	CountTokenUse(ctx context.Context, hash []byte) (Token, error)
 
 	CreateAuthCode(ctx context.Context, c AuthCode) error
-	// GetAuthCode reads a code, used or not, without using it (a read
-	// before the exchange's transaction); ErrNotFound when unknown.
-	GetAuthCode(ctx context.Context, hash []byte) (AuthCode, error)
+	// GetAuthCodePerson reads a code, used or not, and its person, without
+	// a lock (a read before the exchange's transaction): one round trip.
+	// ErrNotFound when the code or its person is missing.
+	GetAuthCodePerson(ctx context.Context, hash []byte) (AuthCode, Person, error)
 	// UseAuthCode marks an unused code used at now and returns it. It returns
 	// the code with ErrConflict when it was used before (the caller revokes
 	// c.GrantID), ErrNotFound when unknown. Exactly one of many concurrent

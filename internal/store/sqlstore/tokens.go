@@ -190,6 +190,12 @@ func (db *DB) GetTokenGrantSharePerson(ctx context.Context, hash []byte) (store.
 	return db.scanTokenGrantPerson(db.queryRowWrite(ctx, q, hash))
 }
 
+// GetTokenGrantPerson reads a token, its grant and its person in one
+// read, without a lock.
+func (db *DB) GetTokenGrantPerson(ctx context.Context, hash []byte) (store.Token, store.Grant, store.Person, error) {
+	return db.scanTokenGrantPerson(db.queryRow(ctx, tokenGrantPersonQuery, hash))
+}
+
 // scanTokenGrantPerson scans a row of tokenGrantPersonQuery's columns,
 // after the columns that before names.
 func (db *DB) scanTokenGrantPerson(row scanner, before ...any) (store.Token, store.Grant, store.Person, error) {
@@ -350,10 +356,25 @@ func (db *DB) CreateAuthCode(ctx context.Context, c store.AuthCode) error {
 		c.AuthLevel, list(c.AMR), c.Data, micros(c.IssuedAt), micros(c.ExpiresAt), micros(c.UsedAt), c.GrantID)
 }
 
-// GetAuthCode reads a code.
-func (db *DB) GetAuthCode(ctx context.Context, hash []byte) (store.AuthCode, error) {
+// getAuthCode reads a code.
+func (db *DB) getAuthCode(ctx context.Context, hash []byte) (store.AuthCode, error) {
 	c, err := scanCode(db.queryRow(ctx, `SELECT `+codeColumns+` FROM auth_codes WHERE hash = ?`, hash))
 	return c, db.scanErr(err)
+}
+
+// GetAuthCodePerson reads a code and its person in one read, without a lock.
+func (db *DB) GetAuthCodePerson(ctx context.Context, hash []byte) (store.AuthCode, store.Person, error) {
+	var cf codeFields
+	var pf personFields
+	if err := db.queryRow(ctx, codePersonQuery, hash).Scan(append(cf.dest(), pf.dest()...)...); err != nil {
+		return store.AuthCode{}, store.Person{}, db.scanErr(err)
+	}
+	c, err := cf.code()
+	if err != nil {
+		return c, store.Person{}, err
+	}
+	p, err := pf.person()
+	return c, p, err
 }
 
 // UseAuthCode marks an unused code used (single use, as UseRefreshToken).
@@ -412,7 +433,7 @@ func (db *DB) UseAuthCodeGuardPerson(ctx context.Context, hash []byte, now time.
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		// No code, or its person is gone: the code alone.
-		if c, err = db.GetAuthCode(ctx, hash); err != nil {
+		if c, err = db.getAuthCode(ctx, hash); err != nil {
 			return c, p, err
 		}
 	case err != nil:

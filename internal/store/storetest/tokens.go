@@ -152,7 +152,7 @@ func testTokenGrantSharePerson(t *testing.T, s store.Store) {
 	}
 	check := func(st store.Store) error {
 		for _, read := range []func(context.Context, []byte) (store.Token, store.Grant, store.Person, error){
-			st.GetTokenGrantSharePerson, st.GetTokenGrantGuardPerson} {
+			st.GetTokenGrantSharePerson, st.GetTokenGrantGuardPerson, st.GetTokenGrantPerson} {
 			if err := checkRead(read); err != nil {
 				return err
 			}
@@ -298,16 +298,6 @@ func testAuthCodeSingleUse(t *testing.T, s store.Store) {
 	if err := s.CreateAuthCode(ctx(), c); err != nil {
 		t.Fatal(err)
 	}
-	// Read, the code stays unused.
-	for range 2 {
-		read, err := s.GetAuthCode(ctx(), []byte("c1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := cmp.Diff(c, read); d != "" {
-			t.Errorf("GetAuthCode (-want +got):\n%s", d)
-		}
-	}
 	got, err := s.UseAuthCode(ctx(), []byte("c1"), t0)
 	if err != nil {
 		t.Fatal(err)
@@ -318,13 +308,6 @@ func testAuthCodeSingleUse(t *testing.T, s store.Store) {
 	}
 	if err := s.SetAuthCodeGrant(ctx(), []byte("c1"), "g1"); err != nil {
 		t.Fatal(err)
-	}
-	c.GrantID = "g1"
-	if read, err := s.GetAuthCode(ctx(), []byte("c1")); err != nil || cmp.Diff(c, read) != "" {
-		t.Errorf("GetAuthCode of the used code: %+v, %v; want %+v", read, err, c)
-	}
-	if _, err := s.GetAuthCode(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("GetAuthCode unknown: %v", err)
 	}
 	got, err = s.UseAuthCode(ctx(), []byte("c1"), t0)
 	if !errors.Is(err, store.ErrConflict) || got.GrantID != "g1" {
@@ -368,6 +351,24 @@ func testAuthCodeGuardPerson(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 	}
+	// Read before an exchange: the code stays unused.
+	for range 2 {
+		c, p, err := s.GetAuthCodePerson(ctx(), []byte("c1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(code("c1"), c); d != "" {
+			t.Errorf("GetAuthCodePerson's code (-want +got):\n%s", d)
+		}
+		if d := cmp.Diff(wantP, p); d != "" {
+			t.Errorf("GetAuthCodePerson's person (-want +got):\n%s", d)
+		}
+	}
+	for _, h := range []string{"c-gone", "nope"} {
+		if _, _, err := s.GetAuthCodePerson(ctx(), []byte(h)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetAuthCodePerson(%s): %v, want ErrNotFound", h, err)
+		}
+	}
 	// exchange uses hash in a transaction and, unless refuse, writes a
 	// grant of its own and records it on the code.
 	exchange := func(hash, grantID string, refuse bool) (store.AuthCode, store.Person, error) {
@@ -397,6 +398,10 @@ func testAuthCodeGuardPerson(t *testing.T, s store.Store) {
 	}
 	if d := cmp.Diff(wantP, p); d != "" {
 		t.Errorf("person (-want +got):\n%s", d)
+	}
+	want.GrantID = "g1"
+	if got, _, err := s.GetAuthCodePerson(ctx(), []byte("c1")); err != nil || cmp.Diff(want, got) != "" {
+		t.Errorf("GetAuthCodePerson after the exchange: %+v, %v; want %+v", got, err, want)
 	}
 	if got, err := s.UseAuthCode(ctx(), []byte("c1"), t0); !errors.Is(err, store.ErrConflict) || got.GrantID != "g1" {
 		t.Errorf("after the exchange: %+v, %v; want the code with grant g1 and ErrConflict", got, err)
