@@ -113,11 +113,17 @@ func (s *Service) issuesIDToken(subject string, scopes []string) bool {
 }
 
 // detailsOf are the user details of person p for grant g: the mapped
-// attributes, then what the user details hook adds.
-func (s *Service) detailsOf(ctx context.Context, f request.Facts, st store.Store, p store.Person, g store.Grant, data grantData) (map[string]any, error) {
+// attributes, then what the user details hook adds — its answer asked
+// before the transaction (ahead, of a new grant) when it answered this
+// request, otherwise asked here.
+func (s *Service) detailsOf(ctx context.Context, f request.Facts, st store.Store, p store.Person, g store.Grant, data grantData,
+	ahead *hookAnswers) (map[string]any, error) {
 	req := s.userHookRequest(p, g.Scopes, data.HookParams)
 	if !s.Details.UserHook.Enabled() {
 		return req.Claims, nil
+	}
+	if details, ok := ahead.userAnswer(req); ok {
+		return details, nil
 	}
 	return s.askUserHook(ctx, f, st, g.ClientID, req)
 }

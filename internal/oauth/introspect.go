@@ -216,7 +216,7 @@ func (s *Service) userDetails(ctx context.Context, f request.Facts, st store.Sto
 	if err != nil {
 		return nil, err
 	}
-	details, err := s.detailsOf(ctx, f, st, p, g, data)
+	details, err := s.detailsOf(ctx, f, st, p, g, data, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -247,7 +247,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 			// The ID token answers the user details; a new grant stores them
 			// as it is written, from the person this issuance read, rather
 			// than reading the person again and updating the grant after.
-			if data.UserDetails, err = s.newGrantDetails(ctx, st, person, g, data, is.hooks); err != nil {
+			if data.UserDetails, err = s.detailsOf(ctx, request.Facts{}, st, person, g, data, is.hooks); err != nil {
 				return nil, g, err
 			}
 			if g.Data, err = json.Marshal(data); err != nil {
@@ -320,20 +320,6 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		}
 	}
 	return resp, g, nil
-}
-
-// newGrantDetails are the user details of a new grant g of person p: as
-// detailsOf, with the user details hook's answer asked before the
-// transaction when it answered this request.
-func (s *Service) newGrantDetails(ctx context.Context, st store.Store, p store.Person, g store.Grant, data grantData, ahead *hookAnswers) (map[string]any, error) {
-	req := s.userHookRequest(p, g.Scopes, data.HookParams)
-	if !s.Details.UserHook.Enabled() {
-		return req.Claims, nil
-	}
-	if details, ok := ahead.userAnswer(req); ok {
-		return details, nil
-	}
-	return s.askUserHook(ctx, request.Facts{}, st, g.ClientID, req)
 }
 
 // profileID is "static" for clients that are not mobile app instances
