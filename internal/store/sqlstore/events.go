@@ -18,8 +18,9 @@ const eventColumns = `id, kind, type, name, client_id, app_name, transaction_id,
 // of its own (and a sampled ANALYZE misjudges sorted indexes), so unhinted
 // it may serve "one client, one type, two days" from the type index and
 // visit every event of that type in the range. Each hinted index is
-// (kind, column, occurred DESC, id DESC): it also serves the date range and
-// yields the order. PostgreSQL's planner has statistics and chooses itself.
+// (kind, column, occurred, id): it also serves the date range and, read
+// backwards, yields the order. PostgreSQL's planner has statistics and
+// chooses itself.
 func (db *DB) eventSource(f store.EventFilter) string {
 	if !db.d.IndexHints {
 		return " FROM events"
