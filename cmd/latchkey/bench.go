@@ -182,16 +182,16 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		// both see the same machine: on a shared VM its speed drifts by
 		// tens of percent within a minute.
 		var reqs, errs, ceilReqs int64
-		var lat, ceilLat []time.Duration
+		var lat, reqLat, ceilLat []time.Duration
 		var elapsed, ceilElapsed time.Duration
 		var cpu float64
 		resetPeakRSS(serverPID)
 		n := benchRounds(*dur)
 		for range n {
 			cpu0 := cpuSeconds(serverPID)
-			rq, e, l, el := bench.Load(ctx, client, *conns, *dur/time.Duration(n), step)
+			rq, e, l, rl, el := bench.Load(ctx, client, *conns, *dur/time.Duration(n), step)
 			cpu += cpuSeconds(serverPID) - cpu0
-			reqs, errs, lat, elapsed = reqs+rq, errs+e, append(lat, l...), elapsed+el
+			reqs, errs, lat, reqLat, elapsed = reqs+rq, errs+e, append(lat, l...), append(reqLat, rl...), elapsed+el
 			crq, cl, cel := ceil.load(ctx, *dur/time.Duration(n))
 			ceilReqs, ceilLat, ceilElapsed = ceilReqs+crq, append(ceilLat, cl...), ceilElapsed+cel
 		}
@@ -204,6 +204,7 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		r := bench.Result{Name: sc.Name, Description: sc.Description, Requests: reqs, Errors: errs, Duration: elapsed,
 			BodyBytes: size, CPUPer1000: math.NaN(), CeilingRPS: float64(ceilReqs) / ceilElapsed.Seconds()}
 		r.P50, r.P90, r.P99, r.Max = bench.Percentiles(lat)
+		_, _, r.RequestP99, _ = bench.Percentiles(reqLat)
 		_, _, r.CeilingP99, _ = bench.Percentiles(ceilLat)
 		if serverPID != 0 && reqs > 0 {
 			r.CPUPer1000 = cpu / float64(reqs) * 1000
@@ -301,7 +302,7 @@ func fetchProfile(ctx context.Context, debugBase, name, dir string, d time.Durat
 
 func printResults(w io.Writer, results []bench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tceiling req/s\tratio\tp50\tp90\tp99\tmax\terrors\tserver CPU s/1k req\tceiling p99\tserver peak RSS\t")
+	fmt.Fprintln(tw, "scenario\treq/s\tceiling req/s\tratio\tp50\tp90\tp99\tmax\terrors\tserver CPU s/1k req\tceiling p99\tserver peak RSS\trequest p99\t")
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + "ms" }
 	for _, r := range results {
 		cpu, rss := "n/a", "n/a"
@@ -311,8 +312,8 @@ func printResults(w io.Writer, results []bench.Result) {
 		if r.PeakRSS > 0 {
 			rss = strconv.FormatFloat(float64(r.PeakRSS)/(1<<20), 'f', 1, 64) + "MiB"
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f%%\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.Name, r.RPS(), r.CeilingRPS, r.Ratio()*100,
-			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, cpu, ms(r.CeilingP99), rss)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f%%\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", r.Name, r.RPS(), r.CeilingRPS, r.Ratio()*100,
+			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, cpu, ms(r.CeilingP99), rss, ms(r.RequestP99))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -367,7 +368,7 @@ func startCeiling(ctx context.Context, conns, size int) (*ceilingServer, error) 
 
 // load runs the same closed-loop load against the bare handler for d.
 func (c *ceilingServer) load(ctx context.Context, d time.Duration) (int64, []time.Duration, time.Duration) {
-	reqs, _, lat, elapsed := bench.Load(ctx, c.client, c.conns, d, c.step)
+	reqs, _, lat, _, elapsed := bench.Load(ctx, c.client, c.conns, d, c.step)
 	return reqs, lat, elapsed
 }
 

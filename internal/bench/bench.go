@@ -23,6 +23,7 @@ type Result struct {
 	Duration    time.Duration
 	P50, P90    time.Duration
 	P99, Max    time.Duration
+	RequestP99  time.Duration // of each request, where a step sends several
 	CPUPer1000  float64       // server CPU seconds per 1,000 requests (NaN when unknown)
 	CeilingRPS  float64       // the bare handler's requests/s under the same load
 	CeilingP99  time.Duration // and its 99th percentile latency
@@ -46,8 +47,11 @@ func (r Result) Ratio() float64 {
 // was not the expected one. It may send several requests (it reports how many).
 type Step func(ctx context.Context, c *http.Client) (requests int, err error)
 
-// Load runs step from conns goroutines for d and measures each iteration.
-func Load(ctx context.Context, c *http.Client, conns int, d time.Duration, step Step) (requests, errs int64, lat []time.Duration, elapsed time.Duration) {
+// Load runs step from conns goroutines for d and measures each iteration
+// (lat) and each request an iteration sent through a client of NewClient
+// (reqLat: from the start of the request to the close of its answer's
+// body; a step of one request has the same figure in both).
+func Load(ctx context.Context, c *http.Client, conns int, d time.Duration, step Step) (requests, errs int64, lat, reqLat []time.Duration, elapsed time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var mu sync.Mutex
@@ -59,13 +63,18 @@ func Load(ctx context.Context, c *http.Client, conns int, d time.Duration, step 
 		go func() {
 			defer wg.Done()
 			local := make([]time.Duration, 0, 4096)
+			var localReq []time.Duration
+			times := &requestTimes{}
+			sctx := context.WithValue(ctx, requestTimesKey{}, times)
 			for ctx.Err() == nil {
 				t := time.Now()
-				n, err := step(ctx, c)
+				times.d = times.d[:0]
+				n, err := step(sctx, c)
 				if ctx.Err() != nil {
 					break // cut off by the end of the run: neither counted nor an error
 				}
 				local = append(local, time.Since(t))
+				localReq = append(localReq, times.d...)
 				reqs.Add(int64(n))
 				if err != nil {
 					bad.Add(1)
@@ -73,11 +82,64 @@ func Load(ctx context.Context, c *http.Client, conns int, d time.Duration, step 
 			}
 			mu.Lock()
 			lat = append(lat, local...)
+			reqLat = append(reqLat, localReq...)
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return reqs.Load(), bad.Load(), lat, time.Since(start)
+	return reqs.Load(), bad.Load(), lat, reqLat, time.Since(start)
+}
+
+// requestTimes collects, in the context of one step, how long each of its
+// requests took (timedTransport).
+type requestTimes struct{ d []time.Duration }
+
+type requestTimesKey struct{}
+
+// timedTransport times each request whose context carries requestTimes,
+// until its answer's body is closed (or until it failed). It also bounds
+// each request by timeout: with a Client.Timeout, net/http runs a timer
+// goroutine for every request sent through a RoundTripper it does not know
+// (this one), which cost the load a sixth of the ceiling's throughput.
+type timedTransport struct {
+	base    http.RoundTripper
+	timeout time.Duration
+}
+
+func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	times, _ := req.Context().Value(requestTimesKey{}).(*requestTimes)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		if times != nil {
+			times.d = append(times.d, time.Since(start))
+		}
+		return nil, err
+	}
+	resp.Body = &timedBody{ReadCloser: resp.Body, times: times, start: start, cancel: cancel}
+	return resp, nil
+}
+
+type timedBody struct {
+	io.ReadCloser
+	times  *requestTimes // nil: not timed
+	start  time.Time
+	cancel context.CancelFunc
+	closed bool
+}
+
+func (b *timedBody) Close() error {
+	if !b.closed {
+		b.closed = true
+		if b.times != nil {
+			b.times.d = append(b.times.d, time.Since(b.start))
+		}
+	}
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // Percentiles returns p50, p90, p99 and max of lat.
@@ -95,7 +157,7 @@ func Percentiles(lat []time.Duration) (p50, p90, p99, mx time.Duration) {
 func NewClient(conns int) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost, t.MaxConnsPerHost = conns*2, conns*2, 0
-	return &http.Client{Transport: t, Timeout: 30 * time.Second,
+	return &http.Client{Transport: timedTransport{base: t, timeout: 30 * time.Second},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
