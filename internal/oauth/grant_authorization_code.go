@@ -72,8 +72,9 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 // codeHooksAhead asks the web hooks, before the exchange's transaction,
 // what its issuance would ask them (hooksAhead), when a read of the code
 // says the exchange would issue: an unknown, used or refused code, or one
-// whose person is gone, asks nothing. The transaction uses the code and decides; this read only
-// spares SQLite's single writer the hooks' round trips.
+// whose person is gone, asks nothing. The transaction uses the code and
+// decides; this read only spares SQLite's single writer the hooks' round
+// trips.
 func (s *Service) codeHooksAhead(ctx context.Context, client store.Client, form map[string]string, hash []byte, now time.Time) (*hookAnswers, error) {
 	if !s.hooksEnabled() {
 		return nil, nil

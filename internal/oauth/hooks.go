@@ -131,14 +131,20 @@ func (s *Service) detailsOf(ctx context.Context, f request.Facts, st store.Store
 // userHookRequest is the user details hook's request for person p: its
 // claims are the mapped attributes, the details without the hook.
 func (s *Service) userHookRequest(p store.Person, scopes []string, params map[string][]string) webhook.UserDetailsRequest {
-	details := map[string]any{}
+	return webhook.UserDetailsRequest{User: webhook.ID{ID: p.ID}, Scopes: scopes, Claims: s.mappedAttributes(p),
+		ContextCustomParams: nonNil(params)}
+}
+
+// mappedAttributes are person p's attributes under the names the user
+// details mapping gives them.
+func (s *Service) mappedAttributes(p store.Person) map[string]any {
+	out := map[string]any{}
 	for attr, key := range s.Details.UserDetails {
 		if v, ok := personAttribute(p, attr); ok {
-			details[key] = v
+			out[key] = v
 		}
 	}
-	return webhook.UserDetailsRequest{User: webhook.ID{ID: p.ID}, Scopes: scopes, Claims: details,
-		ContextCustomParams: nonNil(params)}
+	return out
 }
 
 // askUserHook calls the user details hook with req and returns the
@@ -204,12 +210,7 @@ func (s *Service) accessHookRequest(client store.Client, subject string, scopes 
 	req := webhook.AccessTokenRequest{Client: webhook.ID{ID: client.ID}, Scopes: scopes,
 		UserClaims: map[string]any{}, ContextCustomParams: nonNil(params)}
 	if subject != "" {
-		req.User = &webhook.ID{ID: subject}
-		for attr, key := range s.Details.UserDetails {
-			if v, ok := personAttribute(p, attr); ok {
-				req.UserClaims[key] = v
-			}
-		}
+		req.User, req.UserClaims = &webhook.ID{ID: subject}, s.mappedAttributes(p)
 	}
 	return req
 }
