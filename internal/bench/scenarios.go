@@ -42,6 +42,13 @@ clients:
     grant_types: [client_credentials]
     scopes: [read]
     access_token_format: jwt
+  - client_id: bench-web-jwt
+    client_secret: "bench-web-jwt-secret-bench-web-jwt"
+    redirect_uris: [http://127.0.0.1/bench/callback]
+    grant_types: [authorization_code, refresh_token]
+    scopes: [read]
+    consent_required: false
+    access_token_format: jwt
   - client_id: bench-tv
     token_endpoint_auth_method: none
     grant_types: ["urn:ietf:params:oauth:grant-type:device_code"]
@@ -52,14 +59,43 @@ persons:
 `
 
 const (
-	ccSecret    = "bench-cc-secret-bench-cc-secret"
-	rsSecret    = "bench-rs-secret-bench-rs-secret"
-	adminSecret = "bench-admin-secret-bench-admin"
-	webSecret   = "bench-web-secret-bench-web-secret"
-	jwtSecret   = "bench-jwt-secret-bench-jwt-secret"
-	redirect    = "http://127.0.0.1/bench/callback"
-	verifier    = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	ccSecret     = "bench-cc-secret-bench-cc-secret"
+	rsSecret     = "bench-rs-secret-bench-rs-secret"
+	adminSecret  = "bench-admin-secret-bench-admin"
+	webSecret    = "bench-web-secret-bench-web-secret"
+	jwtSecret    = "bench-jwt-secret-bench-jwt-secret"
+	webJWTSecret = "bench-web-jwt-secret-bench-web-jwt"
+	redirect     = "http://127.0.0.1/bench/callback"
+	verifier     = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 )
+
+// webApp is a bench client of the code flow.
+type webApp struct {
+	id, secret string
+	jwt        bool // its access tokens are JWTs (access_token_format jwt)
+}
+
+var (
+	webClient    = webApp{id: "bench-web", secret: webSecret}
+	webJWTClient = webApp{id: "bench-web-jwt", secret: webJWTSecret, jwt: true}
+)
+
+// checkToken checks a token answer of app: 200, and a JWT access token
+// when app's are (a scenario named for JWTs that got opaque tokens would
+// measure another path).
+func (app webApp) checkToken(resp *http.Response) error {
+	if !app.jwt {
+		return expect(resp, 200)
+	}
+	b, err := drain(resp)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"access_token":"eyJ`) {
+		return fmt.Errorf("token: %d without a JWT access token: %.200s", resp.StatusCode, b)
+	}
+	return nil
+}
 
 // Scenario is a named load with its set-up.
 type Scenario struct {
@@ -165,11 +201,15 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "authorization_code", Description: "GET /oauth/authorize with a session cookie → 302 with code → POST /oauth/token (2 requests)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
-			return codeFlowSetup(ctx, base, c, "read")
+			return codeFlowSetup(ctx, base, c, "read", webClient)
 		}},
 	{Name: "authorization_code_openid", Description: "the code flow with scope openid and a nonce: the answer carries a signed ID token (RS256 by default)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
-			return codeFlowSetup(ctx, base, c, "openid read")
+			return codeFlowSetup(ctx, base, c, "openid read", webClient)
+		}},
+	{Name: "authorization_code_jwt", Description: "the code flow for a client with access_token_format jwt: each exchange signs an RFC 9068 access token",
+		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
+			return codeFlowSetup(ctx, base, c, "read", webJWTClient)
 		}},
 	{Name: "client_credentials_jwt", Description: "POST /oauth/token for a client with access_token_format jwt: a signed RFC 9068 access token each time",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
@@ -191,35 +231,11 @@ var Scenarios = []Scenario{
 		}},
 	{Name: "refresh", Description: "POST /oauth/token grant_type=refresh_token (confidential client, no rotation)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
-			jar, err := login(ctx, base, c)
-			if err != nil {
-				return nil, 0, err
-			}
-			lc := &http.Client{Transport: c.Transport, Jar: jar, CheckRedirect: c.CheckRedirect}
-			resp, err := lc.Get(base + "/oauth/authorize?" + url.Values{"client_id": {"bench-web"}, "response_type": {"code"},
-				"redirect_uri": {redirect}, "state": {"s"}}.Encode())
-			if err != nil {
-				return nil, 0, err
-			}
-			drain(resp)
-			loc, err := resp.Location()
-			if err != nil {
-				return nil, 0, err
-			}
-			tok, size, err := tokenOf(ctx, c, base, url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-				"redirect_uri": {redirect}}, "bench-web", webSecret)
-			if err != nil {
-				return nil, 0, err
-			}
-			rt := tok["refresh_token"].(string)
-			step := func(ctx context.Context, c *http.Client) (int, error) {
-				resp, err := form(ctx, c, base+"/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}, "bench-web", webSecret)
-				if err != nil {
-					return 1, err
-				}
-				return 1, expect(resp, 200)
-			}
-			return step, size, nil
+			return refreshSetup(ctx, base, c, webClient)
+		}},
+	{Name: "refresh_jwt", Description: "the refresh for a client with access_token_format jwt: each signs an RFC 9068 access token",
+		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
+			return refreshSetup(ctx, base, c, webJWTClient)
 		}},
 	{Name: "device_polling", Description: "POST /oauth/token with a pending device code (answers 400 authorization_pending or slow_down)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
@@ -280,15 +296,54 @@ var Scenarios = []Scenario{
 		}},
 }
 
+// refreshSetup signs the bench person in and gets a refresh token for app;
+// each step then refreshes with it (the bench's web clients do not rotate
+// refresh tokens).
+func refreshSetup(ctx context.Context, base string, c *http.Client, app webApp) (Step, int, error) {
+	jar, err := login(ctx, base, c)
+	if err != nil {
+		return nil, 0, err
+	}
+	lc := &http.Client{Transport: c.Transport, Jar: jar, CheckRedirect: c.CheckRedirect}
+	resp, err := lc.Get(base + "/oauth/authorize?" + url.Values{"client_id": {app.id}, "response_type": {"code"},
+		"redirect_uri": {redirect}, "state": {"s"}}.Encode())
+	if err != nil {
+		return nil, 0, err
+	}
+	drain(resp)
+	loc, err := resp.Location()
+	if err != nil {
+		return nil, 0, err
+	}
+	tok, size, err := tokenOf(ctx, c, base, url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
+		"redirect_uri": {redirect}}, app.id, app.secret)
+	if err != nil {
+		return nil, 0, err
+	}
+	rt, _ := tok["refresh_token"].(string)
+	if rt == "" {
+		return nil, 0, fmt.Errorf("%s got no refresh token", app.id)
+	}
+	v := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}
+	step := func(ctx context.Context, c *http.Client) (int, error) {
+		resp, err := form(ctx, c, base+"/oauth/token", v, app.id, app.secret)
+		if err != nil {
+			return 1, err
+		}
+		return 1, app.checkToken(resp)
+	}
+	return step, size, nil
+}
+
 // codeFlowSetup signs the bench person in once; each step then asks for a
-// code with the session and exchanges it (2 requests), for scope.
-func codeFlowSetup(ctx context.Context, base string, c *http.Client, scope string) (Step, int, error) {
+// code for app with the session and exchanges it (2 requests), for scope.
+func codeFlowSetup(ctx context.Context, base string, c *http.Client, scope string, app webApp) (Step, int, error) {
 	jar, err := login(ctx, base, c)
 	if err != nil {
 		return nil, 0, err
 	}
 	sum := sha256.Sum256([]byte(verifier))
-	authURL := base + "/oauth/authorize?" + url.Values{"client_id": {"bench-web"}, "response_type": {"code"},
+	authURL := base + "/oauth/authorize?" + url.Values{"client_id": {app.id}, "response_type": {"code"},
 		"redirect_uri": {redirect}, "state": {"s"}, "code_challenge_method": {"S256"}, "scope": {scope},
 		"nonce": {"bench-nonce"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}}.Encode()
 	u, _ := url.Parse(base)
@@ -311,12 +366,12 @@ func codeFlowSetup(ctx context.Context, base string, c *http.Client, scope strin
 			return 1, fmt.Errorf("authorize: status %d, no code", resp.StatusCode)
 		}
 		resp, err = form(ctx, c, base+"/oauth/token", url.Values{"grant_type": {"authorization_code"},
-			"code": {loc.Query().Get("code")}, "redirect_uri": {redirect}, "code_verifier": {verifier}}, "bench-web", webSecret)
+			"code": {loc.Query().Get("code")}, "redirect_uri": {redirect}, "code_verifier": {verifier}}, app.id, app.secret)
 		if err != nil {
 			return 2, err
 		}
 		if !openid {
-			return 2, expect(resp, 200)
+			return 2, app.checkToken(resp)
 		}
 		b, err := drain(resp)
 		if err != nil {
