@@ -259,12 +259,11 @@ func (s *Service) Complete(ctx context.Context, f request.Facts, client store.Cl
 func (s *Service) completeImplicit(ctx context.Context, f request.Facts, client store.Client, ar *AuthorizeRequest, a authflow.Approval, data []byte) (string, error) {
 	is := issue{client: client, subject: a.Subject(), scopes: a.Scopes(),
 		requested: ar.Scopes, authLevel: a.Level(), amr: a.AMR(), data: data}
-	var err error
-	if is.hooks, err = s.hooksAhead(ctx, is, nil); err != nil {
+	if err := s.issueAhead(ctx, &is, nil); err != nil {
 		return "", err
 	}
 	var resp *TokenResponse
-	err = s.Store.Tx(ctx, func(tx store.Store) error {
+	err := s.Store.Tx(ctx, func(tx store.Store) error {
 		var err error
 		resp, _, err = s.mint(ctx, tx, is)
 		if err != nil {

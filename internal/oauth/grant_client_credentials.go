@@ -16,15 +16,11 @@ func (s *Service) clientCredentials(ctx context.Context, f request.Facts, client
 		var scopes []string
 		if scopes, desc = AllowedScopes(client, requested); desc == "" {
 			is := issue{client: client, scopes: scopes, requested: requested}
-			var err error
-			if is.hooks, err = s.hooksAhead(ctx, is, nil); err != nil {
-				return nil, err
-			}
-			if is.ahead, err = s.signAhead(ctx, is); err != nil {
+			if err := s.issueAhead(ctx, &is, nil); err != nil {
 				return nil, err
 			}
 			var resp *TokenResponse
-			err = s.Store.Tx(ctx, func(tx store.Store) error {
+			err := s.Store.Tx(ctx, func(tx store.Store) error {
 				var err error
 				resp, _, err = s.mint(ctx, tx, is)
 				if err != nil {

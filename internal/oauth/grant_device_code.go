@@ -33,9 +33,10 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 	// came between, the locked path below decides again; but a poll that
 	// was too fast is too fast on the newer state too (a later poll's time
 	// is later and the interval only grows), which the poll between wrote.
-	// An approved code's web hooks are asked on the same read, before the
-	// transaction (hooksAhead), which decides.
-	var hooks *hookAnswers
+	// An approved code's web hooks are asked, and its JWT access token
+	// signed, on the same read, before the transaction (issueAhead), which
+	// decides.
+	var ahead issue
 	if d, err := s.Store.GetDeviceCode(ctx, hash); err == nil && d.ClientID == client.ID && now.Before(d.ExpiresAt) {
 		switch d.Status {
 		case store.DevicePending:
@@ -48,7 +49,8 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 				return nil, pollError(outcome)
 			}
 		case store.DeviceApproved:
-			if hooks, err = s.hooksAhead(ctx, deviceIssue(client, d), nil); err != nil {
+			ahead = deviceIssue(client, d)
+			if err := s.issueAhead(ctx, &ahead, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -81,7 +83,7 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 			return err
 		}
 		is := deviceIssue(client, d)
-		is.hooks = hooks
+		is.hooks, is.ahead = ahead.hooks, ahead.ahead
 		var g store.Grant
 		resp, g, err = s.mint(ctx, tx, is)
 		if errors.Is(err, errPersonInactive) {

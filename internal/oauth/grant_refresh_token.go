@@ -35,7 +35,7 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 	if err != nil {
 		return nil, err
 	}
-	hooks, err := s.refreshHooksAhead(ctx, client, hash, requested, rotate, now)
+	ahead, err := s.refreshAhead(ctx, client, hash, requested, rotate, now)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 			person = nil // (another grant's: see above)
 		}
 		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-			grant: &g, refresh: rotate, person: person, hooks: hooks})
+			grant: &g, refresh: rotate, person: person, hooks: ahead.hooks, ahead: ahead.ahead})
 		if errors.Is(err, errPersonInactive) {
 			return invalidGrant(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 		}
@@ -137,28 +137,29 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 	return resp, nil
 }
 
-// refreshHooksAhead asks the web hooks, before the refresh's transaction,
-// what its issuance would ask them (hooksAhead), when a read of the token
-// says the refresh would issue. The transaction decides; this read only
-// spares SQLite's single writer the hooks' round trips.
-func (s *Service) refreshHooksAhead(ctx context.Context, client store.Client, hash []byte, requested []string, rotate bool, now time.Time) (*hookAnswers, error) {
-	if !s.hooksEnabled() {
-		return nil, nil
+// refreshAhead is the issuance of the refresh with the work done before
+// its transaction (issueAhead), when a read of the token says the refresh
+// would issue. The transaction decides; this read only spares SQLite's
+// single writer the hooks' round trips and the signature.
+func (s *Service) refreshAhead(ctx context.Context, client store.Client, hash []byte, requested []string, rotate bool, now time.Time) (issue, error) {
+	if !s.worksAhead(client) {
+		return issue{}, nil
 	}
 	// (ErrNotFound also for a token without a person, or whose person is
 	// gone: the transaction decides those without asking here.)
 	t, g, p, err := s.Store.GetTokenGrantPerson(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+		return issue{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return issue{}, err
 	}
 	scopes, ref := refreshScopes(t, g, client, requested, now)
 	if ref != nil || rotate && !t.UsedAt.IsZero() || p.ID != g.Subject {
-		return nil, nil
+		return issue{}, nil
 	}
-	return s.hooksAhead(ctx, issue{client: client, scopes: scopes, requested: requested, grant: &g, refresh: rotate}, &p)
+	is := issue{client: client, scopes: scopes, requested: requested, grant: &g, refresh: rotate}
+	return is, s.issueAhead(ctx, &is, &p)
 }
 
 // refreshScopes are the scopes a refresh with token t of grant g issues,

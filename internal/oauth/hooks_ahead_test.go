@@ -64,145 +64,156 @@ func newHeldHook(t *testing.T, answer func(n int) string) *heldHook {
 
 func always(answer string) func(int) string { return func(int) string { return answer } }
 
-func hooksConfig(access, user *heldHook) *config.Config {
+// issuingConfig has a client for every grant that issues tokens.
+func issuingConfig() *config.Config {
 	cfg := deviceConfig()
 	jwt, legacy := jwtConfig().Clients, blockConfig().Clients
 	no := false
 	cfg.Clients = append(cfg.Clients, jwt[len(jwt)-1], legacy[len(legacy)-1],
 		config.Client{ClientID: "legacy-spa", TokenEndpointAuthMethod: "none", RedirectURIs: []string{redirect},
 			GrantTypes: []string{"implicit"}, Scopes: []string{"read"}, ConsentRequired: &no})
+	return cfg
+}
+
+func hooksConfig(access, user *heldHook) *config.Config {
+	cfg := issuingConfig()
 	cfg.Webhooks.AccessToken = config.Webhook{URL: access.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
 	cfg.Webhooks.UserDetails = config.Webhook{URL: user.URL, Secret: hookSecret, Timeout: config.Duration(time.Minute)}
 	return cfg
 }
 
-func TestWebHooksHoldNoWriter(t *testing.T) {
-	type grant struct {
-		name string
-		user bool // hold the user details hook, not the access token hook
-		// prepare readies the grant's request, which is then sent with
-		// its hook held; it checks the answer.
-		prepare func(t *testing.T, s *servertest.Server) func() error
+// issued is what a grant answered: its access token, and its ID token
+// when it was asked for one.
+type issued struct{ access, id string }
+
+// issuance is one grant of issuingConfig's clients: prepare readies its
+// request, which send then sends.
+type issuance struct {
+	name   string
+	openid bool // the code flow with scope openid: an ID token too
+	// prepare readies the request (a code, an approved device) and
+	// returns its send.
+	prepare func(t *testing.T, s *servertest.Server) (send func() (issued, error))
+}
+
+func fromAnswer(r answer) (issued, error) {
+	if r.status != 200 {
+		return issued{}, fmt.Errorf("%d %s", r.status, r.body)
 	}
-	accessGold := func(s *servertest.Server, tok string) error {
-		if r := introspect(t, s, tok, nil); r.json["tier"] != "gold" {
-			return fmt.Errorf("introspection without the hook's claim: %s", r.body)
+	return issued{access: r.json["access_token"].(string)}, nil
+}
+
+// everyGrant is an issuance of every grant that mints tokens.
+func everyGrant() []issuance {
+	exchange := func(openid bool) func(t *testing.T, s *servertest.Server) func() (issued, error) {
+		return func(t *testing.T, s *servertest.Server) func() (issued, error) {
+			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+			if openid {
+				oc.Scopes = []string{"openid", "read"}
+			}
+			code, verifier := codeFor(t, s, browser(t, s), oc)
+			return func() (issued, error) {
+				tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
+				if err != nil {
+					return issued{}, err
+				}
+				id, _ := tok.Extra("id_token").(string)
+				return issued{access: tok.AccessToken, id: id}, nil
+			}
 		}
-		return nil
 	}
-	grants := []grant{
-		{name: "client_credentials", prepare: func(t *testing.T, s *servertest.Server) func() error {
-			return func() error {
-				r := jwtToken(t, s, "read")
-				if r.status != 200 || jwtClaims(t, r.json["access_token"].(string))["tier"] != "gold" {
-					return fmt.Errorf("%d %s", r.status, r.body)
-				}
-				return nil
-			}
+	return []issuance{
+		{name: "client_credentials", prepare: func(t *testing.T, s *servertest.Server) func() (issued, error) {
+			return func() (issued, error) { return fromAnswer(jwtToken(t, s, "read")) }
 		}},
-		{name: "authorization_code", prepare: func(t *testing.T, s *servertest.Server) func() error {
-			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
-			code, verifier := codeFor(t, s, browser(t, s), oc)
-			return func() error {
-				tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
-				if err != nil {
-					return err
-				}
-				return accessGold(s, tok.AccessToken)
-			}
-		}},
-		{name: "authorization_code, user details", user: true, prepare: func(t *testing.T, s *servertest.Server) func() error {
-			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
-			oc.Scopes = []string{"openid", "read"}
-			code, verifier := codeFor(t, s, browser(t, s), oc)
-			return func() error {
-				tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
-				if err != nil {
-					return err
-				}
-				if idt := jwtClaims(t, tok.Extra("id_token").(string)); idt["loyalty"] != "gold" {
-					return fmt.Errorf("ID token without the hook's claim: %v", idt)
-				}
-				return nil
-			}
-		}},
-		{name: "refresh_token", prepare: func(t *testing.T, s *servertest.Server) func() error {
+		{name: "authorization_code", prepare: exchange(false)},
+		{name: "authorization_code, openid", openid: true, prepare: exchange(true)},
+		{name: "refresh_token", prepare: func(t *testing.T, s *servertest.Server) func() (issued, error) {
 			tok := personToken(t, s, "web", webSecret, "")
-			return func() error {
-				r := refreshWith(t, s, "web", webSecret, tok.RefreshToken)
-				if r.status != 200 {
-					return fmt.Errorf("%d %s", r.status, r.body)
-				}
-				return accessGold(s, r.json["access_token"].(string))
-			}
+			return func() (issued, error) { return fromAnswer(refreshWith(t, s, "web", webSecret, tok.RefreshToken)) }
 		}},
-		{name: "password", prepare: func(t *testing.T, s *servertest.Server) func() error {
-			return func() error {
-				r := passwordToken(t, s, personEmail, personPass)
-				if r.status != 200 {
-					return fmt.Errorf("%d %s", r.status, r.body)
-				}
-				return accessGold(s, r.json["access_token"].(string))
-			}
+		{name: "password", prepare: func(t *testing.T, s *servertest.Server) func() (issued, error) {
+			return func() (issued, error) { return fromAnswer(passwordToken(t, s, personEmail, personPass)) }
 		}},
-		{name: "implicit", prepare: func(t *testing.T, s *servertest.Server) func() error {
-			return func() error {
+		{name: "implicit", prepare: func(t *testing.T, s *servertest.Server) func() (issued, error) {
+			return func() (issued, error) {
 				back := authorize(t, s, browser(t, s), s.URL+"/oauth/authorize?client_id=legacy-spa&response_type=token&state=imp")
 				frag, _ := url.ParseQuery(back.Fragment)
 				if frag.Get("access_token") == "" {
-					return fmt.Errorf("implicit answer %s", back)
+					return issued{}, fmt.Errorf("implicit answer %s", back)
 				}
-				return accessGold(s, frag.Get("access_token"))
+				return issued{access: frag.Get("access_token")}, nil
 			}
 		}},
-		{name: "device_code", prepare: func(t *testing.T, s *servertest.Server) func() error {
+		{name: "device_code", prepare: func(t *testing.T, s *servertest.Server) func() (issued, error) {
 			app := appToken(t, s, "read", oauth.DeviceApproveScope)
 			d := deviceAuth(t, s, "tv", "read")
 			if r := approveInApp(t, s, app.AccessToken, d.UserCode); r.status != http.StatusNoContent {
 				t.Fatalf("approve: %d %v", r.status, r.json)
 			}
-			return func() error {
-				r := poll(t, s, "tv", d.DeviceCode)
-				if r.status != 200 {
-					return fmt.Errorf("%d %s", r.status, r.body)
-				}
-				return accessGold(s, r.json["access_token"].(string))
-			}
+			return func() (issued, error) { return fromAnswer(poll(t, s, "tv", d.DeviceCode)) }
 		}},
 	}
+}
+
+// heldWhileAnotherWrites sends g's request while held holds it (held
+// returns once the request is held there, release lets it go on), and
+// checks that a revocation commits meanwhile: nothing the request waits
+// for holds SQLite's single writer. It returns what g answered.
+func heldWhileAnotherWrites(t *testing.T, s *servertest.Server, g issuance, hold func(), arrived <-chan struct{}, release func()) issued {
+	t.Helper()
+	revocable := personToken(t, s, "web", webSecret, "").AccessToken
+	send := g.prepare(t, s)
+	hold()
+	type result struct {
+		got issued
+		err error
+	}
+	answered := make(chan result, 1)
+	go func() {
+		got, err := send()
+		answered <- result{got, err}
+	}()
+	<-arrived
+	done := make(chan answer, 1)
+	go func() { done <- post(t, s, "/oauth/revoke", url.Values{"token": {revocable}}, "web", webSecret) }()
+	select {
+	case r := <-done:
+		if r.status != 200 {
+			t.Errorf("revoke: %d %s", r.status, r.body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("a revocation waited for the held request")
+	}
+	release()
+	r := <-answered
+	if r.err != nil {
+		t.Fatalf("the held grant: %v", r.err)
+	}
+	if active(t, s, revocable) {
+		t.Error("the revoked token is active")
+	}
+	return r.got
+}
+
+func TestWebHooksHoldNoWriter(t *testing.T) {
 	for _, backend := range servertest.Backends {
-		for _, g := range grants {
+		for _, g := range everyGrant() {
 			t.Run(backend+"/"+g.name, func(t *testing.T) {
 				access := newHeldHook(t, always(`{"additionalClaims":{"tier":"gold"}}`))
 				user := newHeldHook(t, always(`{"claims":{"loyalty":"gold"}}`))
 				s := servertest.Start(t, hooksConfig(access, user), servertest.Options{Backend: backend})
-				revocable := personToken(t, s, "web", webSecret, "").AccessToken
-				send := g.prepare(t, s)
 				held := access
-				if g.user {
-					held = user
+				if g.openid {
+					held = user // (the access token hook is asked first, unheld)
 				}
-				held.hold.Store(true)
-				answered := make(chan error, 1)
-				go func() { answered <- send() }()
-				<-held.arrived
-				// A write while the hook holds the grant: the revocation commits.
-				done := make(chan answer, 1)
-				go func() { done <- post(t, s, "/oauth/revoke", url.Values{"token": {revocable}}, "web", webSecret) }()
-				select {
-				case r := <-done:
-					if r.status != 200 {
-						t.Errorf("revoke: %d %s", r.status, r.body)
+				got := heldWhileAnotherWrites(t, s, g, func() { held.hold.Store(true) }, held.arrived, func() { close(held.release) })
+				if g.openid {
+					if idt := jwtClaims(t, got.id); idt["loyalty"] != "gold" {
+						t.Errorf("ID token without the hook's claim: %v", idt)
 					}
-				case <-time.After(30 * time.Second):
-					t.Error("a revocation waited for the web hook of another request")
-				}
-				close(held.release)
-				if err := <-answered; err != nil {
-					t.Errorf("the held grant: %v", err)
-				}
-				if active(t, s, revocable) {
-					t.Error("the revoked token is active")
+				} else if r := introspect(t, s, got.access, nil); r.json["tier"] != "gold" {
+					t.Errorf("introspection without the hook's claim: %s", r.body)
 				}
 			})
 		}

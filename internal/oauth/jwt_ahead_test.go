@@ -1,24 +1,31 @@
 package oauth_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// A client_credentials JWT access token is signed before its transaction
-// (off SQLite's single writer), with the grant id and time the
-// transaction then writes. These tests hold the signed token to what is
-// stored: the same times and scopes, the hook's claims when a hook runs,
-// and an opaque token when a scope counts its uses.
+// Every grant signs its JWT access token before its transaction (off
+// SQLite's single writer); a new grant's with the grant id and time the
+// transaction then writes. The transaction takes the token only when the
+// claims it would sign are the ones signed. These tests hold the signed
+// token to what is stored: the same times and scopes, the hook's claims
+// when a hook runs, and an opaque token when a scope counts its uses.
 
 const jwtSecret = "jwt-secret-jwt-secret-jwt"
 
@@ -124,4 +131,104 @@ func TestJWTClientGetsAnOpaqueTokenForACountedScope(t *testing.T) {
 			t.Errorf("without the counted scope: %v", c)
 		}
 	})
+}
+
+// heldKeys are signing keys whose next access token signature can be held.
+type heldKeys struct {
+	oauth.Keys
+	hold    atomic.Bool
+	arrived chan struct{}
+	release chan struct{}
+	signed  atomic.Int32 // access tokens signed
+}
+
+func (k *heldKeys) SignClaims(ctx context.Context, typ string, build func(alg string) ([]byte, error)) (string, error) {
+	if typ == oauth.AccessTokenType {
+		k.signed.Add(1)
+		if k.hold.CompareAndSwap(true, false) {
+			k.arrived <- struct{}{}
+			<-k.release
+		}
+	}
+	return k.Keys.SignClaims(ctx, typ, build)
+}
+
+// allJWTConfig is issuingConfig with JWT access tokens for every client.
+func allJWTConfig() *config.Config {
+	cfg := issuingConfig()
+	for i := range cfg.Clients {
+		cfg.Clients[i].AccessTokenFormat = client.FormatJWT
+	}
+	return cfg
+}
+
+func TestJWTSignaturesHoldNoWriter(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		for _, g := range everyGrant() {
+			t.Run(backend+"/"+g.name, func(t *testing.T) {
+				keys := &heldKeys{arrived: make(chan struct{}, 1), release: make(chan struct{})}
+				s := servertest.Start(t, allJWTConfig(), servertest.Options{Backend: backend,
+					WrapKeys: func(k oauth.Keys) oauth.Keys { keys.Keys = k; return keys }})
+				var before int32
+				hold := func() { before = keys.signed.Load(); keys.hold.Store(true) }
+				got := heldWhileAnotherWrites(t, s, g, hold, keys.arrived, func() { close(keys.release) })
+				if n := keys.signed.Load() - before; n != 1 {
+					t.Errorf("%d access tokens signed for one issuance, want 1", n)
+				}
+				c := jwtClaims(t, got.access)
+				r := introspect(t, s, got.access, nil)
+				if r.json["active"] != true || r.json["iat"] != c["iat"] || r.json["exp"] != c["exp"] || r.json["scope"] != c["scope"] {
+					t.Errorf("the JWT %v and what its introspection answers %s differ", c, r.body)
+				}
+			})
+		}
+	}
+}
+
+// A token signed ahead is taken only when the transaction would sign the
+// same claims: here the access token hook answers the transaction
+// otherwise than it answered before it (the person was renamed between),
+// and the token carries the second answer, signed inside.
+func TestJWTSignedAgainWhenTheClaimsChanged(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			access := newHeldHook(t, func(n int) string { return fmt.Sprintf(`{"additionalClaims":{"call":%d}}`, n) })
+			user := newHeldHook(t, always(`{}`))
+			cfg := hooksConfig(access, user)
+			for i := range cfg.Clients {
+				cfg.Clients[i].AccessTokenFormat = client.FormatJWT
+			}
+			keys := &heldKeys{}
+			s := servertest.Start(t, cfg, servertest.Options{Backend: backend,
+				WrapKeys: func(k oauth.Keys) oauth.Keys { keys.Keys = k; return keys }})
+			oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+			code, verifier := codeFor(t, s, browser(t, s), oc)
+			access.hold.Store(true)
+			answered := make(chan *oauth2.Token, 1)
+			go func() {
+				tok, err := oc.Exchange(clientCtx(s), code, oauth2.VerifierOption(verifier))
+				if err != nil {
+					t.Error(err)
+				}
+				answered <- tok
+			}()
+			<-access.arrived
+			rename(t, s, "Janet")
+			before := keys.signed.Load()
+			close(access.release)
+			tok := <-answered
+			if tok == nil {
+				return
+			}
+			if c := jwtClaims(t, tok.AccessToken); c["call"] != float64(2) {
+				t.Errorf("the JWT %v, want the second answer's claim", c)
+			}
+			if n := keys.signed.Load() - before; n != 2 {
+				t.Errorf("%d access tokens signed for the exchange, want 2 (before the transaction, then inside)", n)
+			}
+			if r := introspect(t, s, tok.AccessToken, nil); r.json["active"] != true || r.json["call"] != float64(2) {
+				t.Errorf("introspection: %s", r.body)
+			}
+		})
+	}
 }

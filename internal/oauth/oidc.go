@@ -130,17 +130,17 @@ func (s *Service) signIDToken(ctx context.Context, claims map[string]any, access
 // AccessTokenType is the JWS typ of JWT access tokens (RFC 9068 section 2.1).
 const AccessTokenType = "at+jwt"
 
-// jwtAccessToken is an RFC 9068 access token for c, signed with the OIDC
-// keys. It is stored like an opaque one (under the keyed hash of its
+// accessJWTClaims are the claims of an RFC 9068 access token for c, but
+// its jti. It is stored like an opaque one (under the keyed hash of its
 // value), so introspection, revocation and bearer authentication treat
 // both alike. Its audience is the issuer (the default resource
 // indicator: latchkey has no resource parameter), and it expires no later
 // than a signed token may (c.ExpiresAt is moved in when it would).
-func (s *Service) jwtAccessToken(ctx context.Context, c *token.Claims, g store.Grant, data grantData) (string, error) {
+func (s *Service) accessJWTClaims(c *token.Claims, g store.Grant, data grantData) map[string]any {
 	if limit := c.IssuedAt.Add(s.Keys.MaxSignedLifetime()); c.ExpiresAt.After(limit) {
 		c.ExpiresAt = limit
 	}
-	claims := map[string]any{}
+	claims := make(map[string]any, len(data.AdditionalClaims)+11)
 	for k, v := range data.AdditionalClaims { // the access token hook's claims
 		claims[k] = v
 	}
@@ -149,7 +149,7 @@ func (s *Service) jwtAccessToken(ctx context.Context, c *token.Claims, g store.G
 		sub = c.ClientID // client credentials: the client is the subject (RFC 9068 section 2.2)
 	}
 	claims["iss"], claims["aud"], claims["sub"], claims["client_id"] = s.Issuer, s.Issuer, sub, c.ClientID
-	claims["iat"], claims["exp"], claims["jti"] = c.IssuedAt.Unix(), c.ExpiresAt.Unix(), token.Random(16)
+	claims["iat"], claims["exp"] = c.IssuedAt.Unix(), c.ExpiresAt.Unix()
 	claims["scope"] = joinScopes(c.Scopes)
 	if c.Subject != "" {
 		claims["auth_time"] = g.CreatedAt.Unix()
@@ -161,7 +161,15 @@ func (s *Service) jwtAccessToken(ctx context.Context, c *token.Claims, g store.G
 			claims["amr"] = amr
 		}
 	}
-	payload, err := json.Marshal(claims)
+	return claims
+}
+
+// signAccessJWT signs claims (accessJWTClaims) with a new jti, leaving
+// claims as they were.
+func (s *Service) signAccessJWT(ctx context.Context, claims map[string]any) (string, error) {
+	withID := maps.Clone(claims)
+	withID["jti"] = token.Random(16)
+	payload, err := json.Marshal(withID)
 	if err != nil {
 		return "", err
 	}

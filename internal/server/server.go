@@ -72,6 +72,9 @@ const clientCacheTTL = 5 * time.Second
 type Options struct {
 	Now  func() time.Time // the clock; time.Now when nil
 	Demo bool             // serve --demo: also serve the demo client's redirect page
+	// WrapKeys wraps the keys the token endpoints sign with (tests hold
+	// a signature with it); nil: the keys as they are.
+	WrapKeys func(oauth.Keys) oauth.Keys
 }
 
 // New builds a Server on an opened, migrated store, with the static clients
@@ -175,7 +178,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		Issuer: cfg.Issuer, Now: now, Log: logger, DeviceCodeLifetime: time.Duration(cfg.DeviceCodeLifetime),
 		ClientCache: clients,
 		Flow:        authflow.Policy{PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel},
-		Keys:        s.keys, IDTokenLifetime: time.Duration(cfg.OIDC.IDTokenLifetime), PageLanguages: login.Languages(),
+		Keys:        oauthKeys(s.keys, opts.WrapKeys), IDTokenLifetime: time.Duration(cfg.OIDC.IDTokenLifetime), PageLanguages: login.Languages(),
 	}
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,
@@ -377,4 +380,13 @@ func oneGenerationPerRequest(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r.WithContext(client.PerRequest(r.Context())))
 	})
+}
+
+// oauthKeys are keys as the token endpoints sign with them: wrapped by
+// wrap, when set.
+func oauthKeys(keys *signing.Keys, wrap func(oauth.Keys) oauth.Keys) oauth.Keys {
+	if wrap == nil {
+		return keys
+	}
+	return wrap(keys)
 }

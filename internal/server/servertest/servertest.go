@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/oauth"
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres"
@@ -66,6 +67,9 @@ type Options struct {
 	// "localhost"): browsers keep cookies per host, not per port, so two
 	// servers a browser visits need two host names.
 	Host string
+	// WrapKeys wraps the keys the token endpoints sign with
+	// (server.Options).
+	WrapKeys func(oauth.Keys) oauth.Keys
 }
 
 // lockedBuffer lets the race detector see concurrent log writes as safe.
@@ -124,7 +128,7 @@ func Start(t testing.TB, cfg *config.Config, opts Options) *Server {
 	if opts.Clock != nil {
 		now = opts.Clock.Now
 	}
-	srv, err := server.New(ctx, cfg, st, logger, Key, server.Options{Now: now})
+	srv, err := server.New(ctx, cfg, st, logger, Key, server.Options{Now: now, WrapKeys: opts.WrapKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
