@@ -84,10 +84,10 @@ func (s *Service) signsAccessJWT(c store.Client) bool {
 }
 
 // worksAhead: an issuance for c has work to do before its transaction (a
-// web hook to ask, a JWT to sign), which a grant that reads its code or
-// token inside the transaction reads ahead for.
+// web hook to ask, a JWT to sign on a single writer), which a grant that
+// reads its code or token inside the transaction reads ahead for.
 func (s *Service) worksAhead(c store.Client) bool {
-	return s.hooksEnabled() || s.signsAccessJWT(c)
+	return s.hooksEnabled() || s.SingleWriter && s.signsAccessJWT(c)
 }
 
 // issueAhead does what is's transaction may take from before it: it asks
@@ -110,10 +110,11 @@ func (s *Service) issueAhead(ctx context.Context, is *issue, p *store.Person) er
 // returns nil when mint would not sign one or could not know the claims
 // before the transaction: no signing keys, an opaque client, an access
 // token hook not asked yet (it narrows scopes and adds claims), or a
-// scope with a usage limit (the token stays opaque). A new grant's token
-// is signed with the grant id and time mint then writes.
+// scope with a usage limit (the token stays opaque); or when the store
+// is not a single writer (SingleWriter). A new grant's token is signed
+// with the grant id and time mint then writes.
 func (s *Service) signAhead(ctx context.Context, is issue) (*aheadToken, error) {
-	if !s.signsAccessJWT(is.client) {
+	if !s.SingleWriter || !s.signsAccessJWT(is.client) {
 		return nil, nil
 	}
 	data, err := is.grantData()

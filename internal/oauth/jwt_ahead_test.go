@@ -20,9 +20,9 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// Every grant signs its JWT access token before its transaction (off
-// SQLite's single writer); a new grant's with the grant id and time the
-// transaction then writes. The transaction takes the token only when the
+// On SQLite every grant signs its JWT access token before its
+// transaction (off the single writer); a new grant's with the grant id
+// and time the transaction then writes. The transaction takes the token only when the
 // claims it would sign are the ones signed. These tests hold the signed
 // token to what is stored: the same times and scopes, the hook's claims
 // when a hook runs, and an opaque token when a scope counts its uses.
@@ -188,7 +188,8 @@ func TestJWTSignaturesHoldNoWriter(t *testing.T) {
 // A token signed ahead is taken only when the transaction would sign the
 // same claims: here the access token hook answers the transaction
 // otherwise than it answered before it (the person was renamed between),
-// and the token carries the second answer, signed inside.
+// and the token carries the second answer, signed inside. (PostgreSQL
+// signs inside only.)
 func TestJWTSignedAgainWhenTheClaimsChanged(t *testing.T) {
 	for _, backend := range servertest.Backends {
 		t.Run(backend, func(t *testing.T) {
@@ -223,8 +224,12 @@ func TestJWTSignedAgainWhenTheClaimsChanged(t *testing.T) {
 			if c := jwtClaims(t, tok.AccessToken); c["call"] != float64(2) {
 				t.Errorf("the JWT %v, want the second answer's claim", c)
 			}
-			if n := keys.signed.Load() - before; n != 2 {
-				t.Errorf("%d access tokens signed for the exchange, want 2 (before the transaction, then inside)", n)
+			want := int32(2) // before the transaction, then inside
+			if backend == "postgres" {
+				want = 1
+			}
+			if n := keys.signed.Load() - before; n != want {
+				t.Errorf("%d access tokens signed for the exchange, want %d", n, want)
 			}
 			if r := introspect(t, s, tok.AccessToken, nil); r.json["active"] != true || r.json["call"] != float64(2) {
 				t.Errorf("introspection: %s", r.body)
