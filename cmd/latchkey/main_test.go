@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -126,11 +128,39 @@ func TestVersionAndMigrate(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "migrations applied (sqlite)") {
 		t.Errorf("migrate: %q, %v", out, err)
 	}
-	// Twice is fine.
-	cmd2 := exec.Command(cmd.Path, "migrate")
-	cmd2.Dir, cmd2.Env = cmd.Dir, cmd.Env
-	if out, err := cmd2.CombinedOutput(); err != nil {
-		t.Errorf("second migrate: %q, %v", out, err)
+	// A new store's migrations are not told one by one.
+	if strings.Contains(string(out), "applying schema migration") {
+		t.Errorf("migrate of a new store: %q", out)
+	}
+	again := func() string {
+		t.Helper()
+		c := exec.Command(cmd.Path, "migrate")
+		c.Dir, c.Env = cmd.Dir, cmd.Env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("migrate again: %q, %v", out, err)
+		}
+		return string(out)
+	}
+	// Twice is fine, and applies nothing.
+	if out := again(); strings.Contains(out, "applying") {
+		t.Errorf("second migrate: %q", out)
+	}
+	// An upgrade says which migration runs before it runs (one may take
+	// minutes on a large store), and how long it took.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(cmd.Dir, "latchkey-data", "latchkey.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM schema_migrations WHERE version = 31`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out = []byte(again())
+	if !strings.Contains(string(out), "applying schema migration 0031_ascending_event_indexes\n") ||
+		!regexp.MustCompile(`applied schema migration 0031_ascending_event_indexes in [0-9.]+[mµn]?s\n`).Match(out) ||
+		strings.Count(string(out), "applying") != 1 {
+		t.Errorf("migrate of a store without migration 31: %q", out)
 	}
 }
 

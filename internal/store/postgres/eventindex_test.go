@@ -3,11 +3,15 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
 	"github.com/latchkey/latchkey/internal/store/storetest"
 )
 
@@ -38,11 +42,19 @@ func BenchmarkAppendEvents(b *testing.B) {
 // index an operator already swapped (built concurrently, then renamed).
 func TestAscendingEventIndexMigration(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	s, err := Open(context.Background(), dsn)
+	var told []string // what the migration trace was told
+	traced := sqlstore.WithMigrationTrace(context.Background(), &sqlstore.MigrationTrace{
+		Start: func(v int, name string) { told = append(told, fmt.Sprintf("start %d %s", v, name)) },
+		Done:  func(v int, name string, _ time.Duration) { told = append(told, fmt.Sprintf("done %d %s", v, name)) },
+	})
+	s, err := Open(traced, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
+	if len(told) > 0 {
+		t.Errorf("a new store's migrations were traced: %v", told)
+	}
 	raw, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -67,11 +79,14 @@ func TestAscendingEventIndexMigration(t *testing.T) {
 	}
 	swapped, occurred := oid("events_client"), oid("events_occurred")
 
-	s, err = Open(context.Background(), dsn)
+	s, err = Open(traced, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
+	if want := []string{"start 31 ascending_event_indexes", "done 31 ascending_event_indexes"}; !slices.Equal(told, want) {
+		t.Errorf("the upgrade's migration trace: %v, want %v", told, want)
+	}
 	rows, err := raw.Query(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'events' AND indexname <> 'events_pkey'`)
 	if err != nil {
 		t.Fatal(err)

@@ -642,11 +642,16 @@ func affected(res sql.Result) (int64, error) {
 // PostgreSQL serialise on the dialect's lock: each migration is applied by
 // exactly one of them, the others wait for it and then find it applied.
 func (db *DB) Migrate(ctx context.Context) error {
-	if db.migrated(ctx) {
+	had, done := db.migrated(ctx)
+	if done {
 		return nil
 	}
+	var trace *MigrationTrace
+	if had {
+		trace = migrationTraceOf(ctx)
+	}
 	for _, m := range db.d.Migrations {
-		applied, err := db.migrateOne(ctx, m)
+		applied, err := db.migrateOne(ctx, m, trace)
 		if err != nil {
 			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
 		}
@@ -657,21 +662,22 @@ func (db *DB) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// migrated reports whether every migration this binary knows is applied,
-// with one read: the common start, which then writes nothing. Any doubt
-// (no table yet, an error) answers false, and Migrate takes the locked,
+// migrated reports whether the store had a schema (any migration
+// applied) and whether every migration this binary knows is applied, with
+// one read: the common start, which then writes nothing. Any doubt (no
+// table yet, an error) answers not done, and Migrate takes the locked,
 // one-by-one path, which finds for itself what is applied.
-func (db *DB) migrated(ctx context.Context) bool {
+func (db *DB) migrated(ctx context.Context) (had, done bool) {
 	applied, err := db.AppliedVersions(ctx)
 	if err != nil {
-		return false
+		return false, false
 	}
 	for _, m := range db.d.Migrations {
 		if _, ok := slices.BinarySearch(applied, m.Version); !ok {
-			return false
+			return len(applied) > 0, false
 		}
 	}
-	return true
+	return true, true
 }
 
 // MigrationReport is what the start-up log says about the schema.
@@ -690,7 +696,8 @@ func (db *DB) Migrations() MigrationReport {
 	return r
 }
 
-func (db *DB) migrateOne(ctx context.Context, m Migration) (bool, error) {
+// migrateOne applies m unless it is applied, telling trace (when set).
+func (db *DB) migrateOne(ctx context.Context, m Migration, trace *MigrationTrace) (bool, error) {
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
 	if err != nil {
 		return false, err
@@ -712,6 +719,10 @@ func (db *DB) migrateOne(ctx context.Context, m Migration) (bool, error) {
 	if n > 0 {
 		return false, nil
 	}
+	start := time.Now()
+	if trace != nil && trace.Start != nil {
+		trace.Start(m.Version, m.Name)
+	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return false, err
 	}
@@ -719,7 +730,13 @@ func (db *DB) migrateOne(ctx context.Context, m Migration) (bool, error) {
 		m.Version, m.Name, time.Now().UnixMicro()); err != nil {
 		return false, err
 	}
-	return true, tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return false, err
+	}
+	if trace != nil && trace.Done != nil {
+		trace.Done(m.Version, m.Name, time.Since(start))
+	}
+	return true, nil
 }
 
 // AppliedVersions lists the applied migration versions in order.
