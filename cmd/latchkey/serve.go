@@ -50,10 +50,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	trace := migrationTrace(func(m string) { logger.Info("applying schema migration", "migration", m) },
-		func(m string, took time.Duration) {
+	trace := &sqlstore.MigrationTrace{
+		Start: func(m string) { logger.Info("applying schema migration", "migration", m) },
+		Done: func(m string, took time.Duration) {
 			logger.Info("applied schema migration", "migration", m, "took", took.Round(time.Millisecond).String())
-		})
+		},
+	}
 	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, trace), cfg.Database)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
@@ -188,10 +190,12 @@ func migrateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	trace := migrationTrace(func(m string) { fmt.Fprintf(stdout, "applying schema migration %s\n", m) },
-		func(m string, took time.Duration) {
+	trace := &sqlstore.MigrationTrace{
+		Start: func(m string) { fmt.Fprintf(stdout, "applying schema migration %s\n", m) },
+		Done: func(m string, took time.Duration) {
 			fmt.Fprintf(stdout, "applied schema migration %s in %s\n", m, took.Round(time.Millisecond))
-		})
+		},
+	}
 	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, trace), cfg.Database) // Open applies the migrations
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
@@ -273,17 +277,6 @@ func migrationReport(st store.Store) (sqlstore.MigrationReport, bool) {
 		return sqlstore.MigrationReport{}, false
 	}
 	return m.Migrations(), true
-}
-
-// migrationTrace tells start, on an upgrade, which migration runs before
-// it runs (one that rebuilds an index of a large table takes minutes), and
-// done how long it took once it committed; each names it "0031_name".
-func migrationTrace(start func(migration string), done func(migration string, took time.Duration)) *sqlstore.MigrationTrace {
-	name := func(version int, n string) string { return fmt.Sprintf("%04d_%s", version, n) }
-	return &sqlstore.MigrationTrace{
-		Start: func(version int, n string) { start(name(version, n)) },
-		Done:  func(version int, n string, took time.Duration) { done(name(version, n), took) },
-	}
 }
 
 // logMigrations says at start which migrations the binary found and which

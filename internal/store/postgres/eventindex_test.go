@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -44,8 +43,8 @@ func TestAscendingEventIndexMigration(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	var told []string // what the migration trace was told
 	traced := sqlstore.WithMigrationTrace(context.Background(), &sqlstore.MigrationTrace{
-		Start: func(v int, name string) { told = append(told, fmt.Sprintf("start %d %s", v, name)) },
-		Done:  func(v int, name string, _ time.Duration) { told = append(told, fmt.Sprintf("done %d %s", v, name)) },
+		Start: func(m string) { told = append(told, "start "+m) },
+		Done:  func(m string, _ time.Duration) { told = append(told, "done "+m) },
 	})
 	s, err := Open(traced, dsn)
 	if err != nil {
@@ -84,7 +83,7 @@ func TestAscendingEventIndexMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if want := []string{"start 31 ascending_event_indexes", "done 31 ascending_event_indexes"}; !slices.Equal(told, want) {
+	if want := []string{"start 0031_ascending_event_indexes", "done 0031_ascending_event_indexes"}; !slices.Equal(told, want) {
 		t.Errorf("the upgrade's migration trace: %v, want %v", told, want)
 	}
 	rows, err := raw.Query(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'events' AND indexname <> 'events_pkey'`)

@@ -9,10 +9,11 @@ import (
 // that already had a schema (an upgrade; a new store's first migrations
 // are not told): before it runs and once it committed. A migration that
 // rebuilds an index of a large table runs for minutes, and the process
-// says meanwhile what it is doing.
+// says meanwhile what it is doing. Each is named as Migration.String
+// names it.
 type MigrationTrace struct {
-	Start func(version int, name string)
-	Done  func(version int, name string, took time.Duration)
+	Start func(migration string)
+	Done  func(migration string, took time.Duration)
 }
 
 type migrationTraceKey struct{}

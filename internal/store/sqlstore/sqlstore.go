@@ -85,6 +85,9 @@ type Migration struct {
 	SQL     string
 }
 
+// String names m as its file does, without the extension: "0031_name".
+func (m Migration) String() string { return fmt.Sprintf("%04d_%s", m.Version, m.Name) }
+
 // DB is a store.Store on database/sql.
 type DB struct {
 	d      *Dialect
@@ -653,7 +656,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	for _, m := range db.d.Migrations {
 		applied, err := db.migrateOne(ctx, m, trace)
 		if err != nil {
-			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+			return fmt.Errorf("migration %s: %w", m, err)
 		}
 		if applied {
 			db.applied = append(db.applied, m.Version)
@@ -721,7 +724,7 @@ func (db *DB) migrateOne(ctx context.Context, m Migration, trace *MigrationTrace
 	}
 	start := time.Now()
 	if trace != nil && trace.Start != nil {
-		trace.Start(m.Version, m.Name)
+		trace.Start(m.String())
 	}
 	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return false, err
@@ -734,7 +737,7 @@ func (db *DB) migrateOne(ctx context.Context, m Migration, trace *MigrationTrace
 		return false, err
 	}
 	if trace != nil && trace.Done != nil {
-		trace.Done(m.Version, m.Name, time.Since(start))
+		trace.Done(m.String(), time.Since(start))
 	}
 	return true, nil
 }
