@@ -18,6 +18,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
 )
 
 // version, commit and buildDate are set at build time with -ldflags
@@ -70,6 +72,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	// Every command that opens the store for writing (client, keys rotate,
+	// person block…) applies an upgrade's migrations: it tells them on
+	// stderr. serve logs them and migrate prints them instead.
+	ctx = sqlstore.WithMigrationTrace(ctx, printedTrace(stderr))
 	var err error
 	switch args[0] {
 	case "serve":

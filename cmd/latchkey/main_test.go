@@ -148,19 +148,40 @@ func TestVersionAndMigrate(t *testing.T) {
 	}
 	// An upgrade says which migration runs before it runs (one may take
 	// minutes on a large store), and how long it took.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(cmd.Dir, "latchkey-data", "latchkey.db"))
-	if err != nil {
-		t.Fatal(err)
+	forget31 := func() {
+		t.Helper()
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(cmd.Dir, "latchkey-data", "latchkey.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`DELETE FROM schema_migrations WHERE version = 31`); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := db.Exec(`DELETE FROM schema_migrations WHERE version = 31`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	forget31()
 	out = []byte(again())
 	if !strings.Contains(string(out), "applying schema migration 0031_ascending_event_indexes\n") ||
 		!regexp.MustCompile(`applied schema migration 0031_ascending_event_indexes in [0-9.]+[mµn]?s\n`).Match(out) ||
 		strings.Count(string(out), "applying") != 1 {
 		t.Errorf("migrate of a store without migration 31: %q", out)
+	}
+	// Another command that opens the store for writing applies the upgrade
+	// too, and says so on stderr: its stdout stays its own.
+	forget31()
+	c := exec.Command(cmd.Path, "person", "block", "nobody@example.com")
+	c.Dir, c.Env = cmd.Dir, cmd.Env
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err == nil || !strings.Contains(stderr.String(), `no person with email "nobody@example.com"`) {
+		t.Fatalf("person block of nobody: %v, stderr %q", err, stderr.String())
+	}
+	if !strings.HasPrefix(stderr.String(), "applying schema migration 0031_ascending_event_indexes\napplied schema migration 0031_ascending_event_indexes in ") ||
+		stdout.Len() != 0 {
+		t.Errorf("person block on a store without migration 31: stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+	if out := again(); strings.Contains(out, "applying") {
+		t.Errorf("migrate after person block: %q", out)
 	}
 }
 

@@ -180,6 +180,17 @@ func serveDebug(ctx context.Context, addr string, logger *slog.Logger) error {
 	return nil
 }
 
+// printedTrace prints each migration of an upgrade to w, before it runs
+// (one may take minutes on a large store) and after, with its time.
+func printedTrace(w io.Writer) *sqlstore.MigrationTrace {
+	return &sqlstore.MigrationTrace{
+		Start: func(m string) { fmt.Fprintf(w, "applying schema migration %s\n", m) },
+		Done: func(m string, took time.Duration) {
+			fmt.Fprintf(w, "applied schema migration %s in %s\n", m, took.Round(time.Millisecond))
+		},
+	}
+}
+
 func migrateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flags("migrate")
 	path := fs.String("config", "", "YAML config `file`")
@@ -190,13 +201,7 @@ func migrateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	trace := &sqlstore.MigrationTrace{
-		Start: func(m string) { fmt.Fprintf(stdout, "applying schema migration %s\n", m) },
-		Done: func(m string, took time.Duration) {
-			fmt.Fprintf(stdout, "applied schema migration %s in %s\n", m, took.Round(time.Millisecond))
-		},
-	}
-	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, trace), cfg.Database) // Open applies the migrations
+	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, printedTrace(stdout)), cfg.Database) // Open applies the migrations
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
