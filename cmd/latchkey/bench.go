@@ -40,6 +40,8 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	startups := fs.Int("startups", 5, "after the scenarios, restart the server this many times on its database and report the time to ready")
 	profileDir := fs.String("profile", "", "write the server's CPU and allocation profiles of each scenario into this `folder`")
 	preload := fs.Int("preload", 0, "before the server starts, bulk-load this many grants, access tokens and events (each) into its database")
+	preloadTokens := fs.Int("preload-tokens", 0, "with --preload: this many access tokens instead (consecutive ones share a grant when there are more than grants)")
+	preloadEvents := fs.Int("preload-events", 0, "with --preload: this many events instead")
 	keyFile := fs.String("secret-key-file", "", "the server key `file` (made if missing; default: a new one per run); name the same file to run again on a --database an earlier run served")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -62,6 +64,9 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 				return usageError{fmt.Errorf("bench: unknown scenario %q", name)}
 			}
 		}
+	}
+	if (*preloadTokens > 0 || *preloadEvents > 0) && *preload <= 0 {
+		return usageError{errors.New("bench: --preload-tokens and --preload-events need --preload (the grants)")}
 	}
 	if (*profileDir != "" || *preload > 0 || *keyFile != "") && *target != "" {
 		return usageError{errors.New("bench: --profile, --preload and --secret-key-file need the server bench starts (no --target)")}
@@ -104,12 +109,19 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			env, debugBase = append(env, "LATCHKEY_DEBUG_LISTEN="+debugAddr), "http://"+debugAddr
 		}
 		if *preload > 0 {
-			p, err := bench.Preload(ctx, db, *preload, nil)
+			size := bench.Each(*preload)
+			if *preloadTokens > 0 {
+				size.Tokens = *preloadTokens
+			}
+			if *preloadEvents > 0 {
+				size.Events = *preloadEvents
+			}
+			p, err := bench.Preload(ctx, db, size, nil)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "preloaded %d grants, access tokens and events each (%d rows) in %.1f s, %.0f rows/s; database %d MiB\n",
-				*preload, p.Rows, p.Took.Seconds(), float64(p.Rows)/p.Took.Seconds(), p.Bytes>>20)
+			fmt.Fprintf(stdout, "preloaded %d grants, %d access tokens and %d events (%d rows) in %.1f s, %.0f rows/s; database %d MiB\n",
+				size.Grants, size.Tokens, size.Events, p.Rows, p.Took.Seconds(), float64(p.Rows)/p.Took.Seconds(), p.Bytes>>20)
 		}
 		serveArgs := []string{"serve", "--config", cfg}
 		cmd, err := startChild(ctx, serveArgs, env...)

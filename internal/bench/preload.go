@@ -19,23 +19,36 @@ import (
 // preloadChunk is the rows of one table one statement writes.
 const preloadChunk = 100_000
 
+// PreloadSize is how many rows Preload writes to each table.
+type PreloadSize struct {
+	Grants, Tokens, Events int
+}
+
+// Each is n rows of each table: every access token its own grant.
+func Each(n int) PreloadSize { return PreloadSize{Grants: n, Tokens: n, Events: n} }
+
 // Preloaded is what Preload wrote and how long it took.
 type Preloaded struct {
 	Rows  int64 // grants, tokens and events together
 	Took  time.Duration
-	Bytes int64     // the database's size after the load
-	N     int       // rows of each table
+	Bytes int64 // the database's size after the load
+	Size  PreloadSize
 	Now   time.Time // the rows were written over the 30 days before it
 }
 
-// Preload migrates database and bulk-loads n grants, one access token for
-// each and n events into it, as a service that has run for a month would
-// hold them: grants made over the last 30 days and living 60, access
-// tokens of an hour (most of them expired, kept with their grant), events
-// of both kinds over the last 30 days, of 10 clients and 100,000 persons. The rows are generated inside the database, by one
-// statement per chunk and table; the server must not run meanwhile (an
-// embedded store is locked to one process).
-func Preload(ctx context.Context, database string, n int, progress func(done int)) (Preloaded, error) {
+// Preload migrates database and bulk-loads size's grants, access tokens
+// and events into it, as a service that has run for a month would hold
+// them: grants made over the last 30 days and living 60, access tokens of
+// an hour (most of them expired, kept with their grant; with more tokens
+// than grants, consecutive tokens share one), events of both kinds over
+// the last 30 days, each naming a grant, of 10 clients and 100,000
+// persons. The rows are generated inside the database, by one statement
+// per chunk and table; the server must not run meanwhile (an embedded
+// store is locked to one process).
+func Preload(ctx context.Context, database string, size PreloadSize, progress func(done int)) (Preloaded, error) {
+	if size.Grants < 1 || size.Tokens < 0 || size.Events < 0 {
+		return Preloaded{}, fmt.Errorf("bench: preload: want at least one grant, got %+v", size)
+	}
 	start := time.Now()
 	st, err := backend.Open(ctx, database) // creates and migrates the schema
 	if err != nil {
@@ -56,10 +69,19 @@ func Preload(ctx context.Context, database string, n int, progress func(done int
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	now := time.Now()
+	counts := []int{size.Grants, size.Tokens, size.Events} // q's order
+	n := max(size.Grants, size.Tokens, size.Events)
 	for lo := 1; lo <= n; lo += preloadChunk {
 		hi := min(lo+preloadChunk-1, n)
-		for _, stmt := range q {
-			if _, err := db.ExecContext(ctx, stmt, lo, hi, now.UnixMicro(), n); err != nil {
+		for i, stmt := range q {
+			if lo > counts[i] {
+				continue
+			}
+			args := []any{lo, min(hi, counts[i]), now.UnixMicro(), counts[i]}
+			if i > 0 { // tokens and events name their grant
+				args = append(args, size.Grants)
+			}
+			if _, err := db.ExecContext(ctx, stmt, args...); err != nil {
 				return Preloaded{}, fmt.Errorf("bench: preload: %w", err)
 			}
 		}
@@ -67,7 +89,7 @@ func Preload(ctx context.Context, database string, n int, progress func(done int
 			progress(hi)
 		}
 	}
-	out := Preloaded{Rows: 3 * int64(n), N: n, Now: now}
+	out := Preloaded{Rows: int64(size.Grants) + int64(size.Tokens) + int64(size.Events), Size: size, Now: now}
 	if lite {
 		if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			return out, err
@@ -98,13 +120,15 @@ func Preload(ctx context.Context, database string, n int, progress func(done int
 	return out, nil
 }
 
-// The statements of one chunk: rows lo ($1) to hi ($2) of n ($4), now ($3,
-// Unix microseconds). Row i was written at t = now - 30 days + i/n of 30
-// days, in the order latchkey writes: the grant of row i is the transaction
-// of its token and its event, and their keys are what latchkey makes at t
-// (token.OrderedID for grants, a UUIDv7 for events, a token key starting
-// with its millisecond stamp), so rows are appended at each b-tree's right
-// edge as in a month of service.
+// The statements of one chunk, grants, tokens then events: rows lo ($1) to
+// hi ($2) of the table's n ($4), now ($3, Unix microseconds), of g grants
+// ($5). Row i was written at t = now - 30 days + i/n of 30 days, in the
+// order latchkey writes: row i of a table with as many rows as grants
+// names grant i (the transaction of its token and its event), and row i of
+// a larger one names grant (i-1)·g/n + 1, written at about the same t.
+// Their keys are what latchkey makes at t (token.OrderedID for grants, a
+// UUIDv7 for events, a token key starting with its millisecond stamp), so
+// rows are appended at each b-tree's right edge as in a month of service.
 var sqlitePreload = []string{
 	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
 		r(i, t) AS (SELECT i, ?3 - 2592000000000 + i * (2592000000000 / ?4) FROM s)
@@ -112,20 +136,22 @@ var sqlitePreload = []string{
 	SELECT printf('%012x%014d', t / 1000, i), 'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000),
 		'["read"]', '[]', t, t + 5184000000000 FROM r`,
 	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
-		r(i, t) AS (SELECT i, ?3 - 2592000000000 + i * (2592000000000 / ?4) FROM s)
+		r(i, t, g) AS (SELECT i, ?3 - 2592000000000 + i * (2592000000000 / ?4), (i - 1) * ?5 / ?4 + 1 FROM s),
+		rg(i, t, g, gt) AS (SELECT i, t, g, ?3 - 2592000000000 + g * (2592000000000 / ?5) FROM r)
 	INSERT INTO tokens (hash, kind, grant_id, client_id, subject, scopes, issued_at, expires_at)
-	SELECT unhex(printf('%012x', t / 1000)) || randomblob(32), 'access', printf('%012x%014d', t / 1000, i),
-		'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000), '["read"]', t, t + 3600000000 FROM r`,
+	SELECT unhex(printf('%012x', t / 1000)) || randomblob(32), 'access', printf('%012x%014d', gt / 1000, g),
+		'bench-pre-' || (g % 10), 'pre-person-' || (g % 100000), '["read"]', t, t + 3600000000 FROM rg`,
 	`WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2),
-		r(i, t) AS (SELECT i, ?3 - 2592000000000 + i * (2592000000000 / ?4) FROM s)
+		r(i, t, g) AS (SELECT i, ?3 - 2592000000000 + i * (2592000000000 / ?4), (i - 1) * ?5 / ?4 + 1 FROM s),
+		rg(i, t, g, gt) AS (SELECT i, t, g, ?3 - 2592000000000 + g * (2592000000000 / ?5) FROM r)
 	INSERT INTO events (id, kind, type, name, client_id, transaction_id, user_id, user_id_lower, agent_user, occurred)
 	SELECT printf('%08x-%04x-7000-8000-%012x', t / 1000 >> 16, t / 1000 & 65535, i),
 		CASE WHEN i % 20 = 0 THEN 'person' ELSE 'oauth' END,
 		CASE WHEN i % 20 = 0 THEN 'person.PersonUpdatedEvent' WHEN i % 4 = 0 THEN 'TOKEN_INTROSPECTION_SUCCESS'
 			WHEN i % 4 = 1 THEN 'TOKEN_REQUEST_ACCESS_TOKEN_CREATED' WHEN i % 4 = 2 THEN 'LOGIN_SUCCEEDED' ELSE 'CONSENT_GIVEN' END,
-		'preloaded', 'bench-pre-' || (i % 10), printf('%012x%014d', t / 1000, i),
-		'pre-person-' || (i % 100000), 'pre-person-' || (i % 100000), CASE WHEN i % 20 = 0 THEN 'admin' ELSE '' END,
-		t / 1000 FROM r`,
+		'preloaded', 'bench-pre-' || (g % 10), printf('%012x%014d', gt / 1000, g),
+		'pre-person-' || (g % 100000), 'pre-person-' || (g % 100000), CASE WHEN i % 20 = 0 THEN 'admin' ELSE '' END,
+		t / 1000 FROM rg`,
 }
 
 var pgPreload = []string{
@@ -135,23 +161,27 @@ var pgPreload = []string{
 	FROM generate_series($1::bigint, $2::bigint) AS s(i), LATERAL (SELECT $3 - 2592000000000 + i * (2592000000000 / $4::bigint) AS t) AS r`,
 	`INSERT INTO tokens (hash, kind, grant_id, client_id, subject, scopes, issued_at, expires_at)
 	SELECT decode(lpad(to_hex(t / 1000), 12, '0'), 'hex') || sha256(int8send(i) || int8send($3)), 'access',
-		lpad(to_hex(t / 1000), 12, '0') || lpad(i::text, 14, '0'),
-		'bench-pre-' || (i % 10), 'pre-person-' || (i % 100000), '["read"]', t, t + 3600000000
-	FROM generate_series($1::bigint, $2::bigint) AS s(i), LATERAL (SELECT $3 - 2592000000000 + i * (2592000000000 / $4::bigint) AS t) AS r`,
+		lpad(to_hex(gt / 1000), 12, '0') || lpad(g::text, 14, '0'),
+		'bench-pre-' || (g % 10), 'pre-person-' || (g % 100000), '["read"]', t, t + 3600000000
+	FROM generate_series($1::bigint, $2::bigint) AS s(i),
+		LATERAL (SELECT $3 - 2592000000000 + i * (2592000000000 / $4::bigint) AS t, (i - 1) * $5::bigint / $4::bigint + 1 AS g) AS r,
+		LATERAL (SELECT $3 - 2592000000000 + g * (2592000000000 / $5::bigint) AS gt) AS rg`,
 	`INSERT INTO events (id, kind, type, name, client_id, transaction_id, user_id, user_id_lower, agent_user, occurred)
 	SELECT lpad(to_hex((t / 1000) >> 16), 8, '0') || '-' || lpad(to_hex((t / 1000) & 65535), 4, '0') || '-7000-8000-' || lpad(to_hex(i), 12, '0'),
 		CASE WHEN i % 20 = 0 THEN 'person' ELSE 'oauth' END,
 		CASE WHEN i % 20 = 0 THEN 'person.PersonUpdatedEvent' WHEN i % 4 = 0 THEN 'TOKEN_INTROSPECTION_SUCCESS'
 			WHEN i % 4 = 1 THEN 'TOKEN_REQUEST_ACCESS_TOKEN_CREATED' WHEN i % 4 = 2 THEN 'LOGIN_SUCCEEDED' ELSE 'CONSENT_GIVEN' END,
-		'preloaded', 'bench-pre-' || (i % 10), lpad(to_hex(t / 1000), 12, '0') || lpad(i::text, 14, '0'),
-		'pre-person-' || (i % 100000), 'pre-person-' || (i % 100000), CASE WHEN i % 20 = 0 THEN 'admin' ELSE '' END,
+		'preloaded', 'bench-pre-' || (g % 10), lpad(to_hex(gt / 1000), 12, '0') || lpad(g::text, 14, '0'),
+		'pre-person-' || (g % 100000), 'pre-person-' || (g % 100000), CASE WHEN i % 20 = 0 THEN 'admin' ELSE '' END,
 		t / 1000
-	FROM generate_series($1::bigint, $2::bigint) AS s(i), LATERAL (SELECT $3 - 2592000000000 + i * (2592000000000 / $4::bigint) AS t) AS r`,
+	FROM generate_series($1::bigint, $2::bigint) AS s(i),
+		LATERAL (SELECT $3 - 2592000000000 + i * (2592000000000 / $4::bigint) AS t, (i - 1) * $5::bigint / $4::bigint + 1 AS g) AS r,
+		LATERAL (SELECT $3 - 2592000000000 + g * (2592000000000 / $5::bigint) AS gt) AS rg`,
 }
 
-// GrantID is the id of row i's grant, preloaded at now.
+// GrantID is the id of grant i, preloaded at now.
 func (p Preloaded) GrantID(i int) string {
-	t := p.Now.UnixMicro() - 2592000000000 + int64(i)*(2592000000000/int64(p.N))
+	t := p.Now.UnixMicro() - 2592000000000 + int64(i)*(2592000000000/int64(p.Size.Grants))
 	return fmt.Sprintf("%012x%014d", t/1000, i)
 }
 

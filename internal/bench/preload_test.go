@@ -45,7 +45,7 @@ func TestPreload(t *testing.T) {
 			db := database()
 			const n = 2_000
 			var done []int
-			p, err := Preload(ctx, db, n, func(d int) { done = append(done, d) })
+			p, err := Preload(ctx, db, Each(n), func(d int) { done = append(done, d) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,6 +83,53 @@ func TestPreload(t *testing.T) {
 			page, err := st.SearchEvents(ctx, store.EventFilter{Kind: store.EventPerson, AgentUser: "admin"}, 0, 5)
 			if err != nil || len(page) != 5 || page[0].Type != "person.PersonUpdatedEvent" {
 				t.Errorf("person events: %+v, %v", page, err)
+			}
+		})
+	}
+}
+
+// With more tokens and events than grants, consecutive ones share a
+// grant: every token names a preloaded grant of its own client and
+// person, and so does every event; no grant is left without a token.
+func TestPreloadMoreTokensThanGrants(t *testing.T) {
+	for name, database := range map[string]func() string{
+		"sqlite":   func() string { return "sqlite:" + filepath.Join(t.TempDir(), "latchkey.db") },
+		"postgres": func() string { return pgtest.NewDatabase(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := database()
+			size := PreloadSize{Grants: 700, Tokens: 7_000, Events: 2_100}
+			p, err := Preload(context.Background(), db, size, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Rows != 700+7_000+2_100 || p.Size != size {
+				t.Errorf("preloaded %+v", p)
+			}
+			driver, dsn := "pgx", db
+			if path, ok := strings.CutPrefix(db, "sqlite:"); ok {
+				driver, dsn = "sqlite", "file:"+path
+			}
+			conn, err := sql.Open(driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for q, want := range map[string]int{
+				`SELECT COUNT(*) FROM grants`: 700,
+				`SELECT COUNT(*) FROM tokens`: 7_000,
+				`SELECT COUNT(*) FROM events`: 2_100,
+				`SELECT COUNT(*) FROM tokens t JOIN grants g ON g.id = t.grant_id
+					WHERE g.client_id = t.client_id AND g.subject = t.subject`: 7_000,
+				`SELECT COUNT(DISTINCT grant_id) FROM tokens`: 700,
+				`SELECT COUNT(*) FROM events e JOIN grants g ON g.id = e.transaction_id
+					WHERE g.client_id = e.client_id AND g.subject = e.user_id`: 2_100,
+				`SELECT COUNT(DISTINCT transaction_id) FROM events`: 700,
+			} {
+				var got int
+				if err := conn.QueryRow(q).Scan(&got); err != nil || got != want {
+					t.Errorf("%s: %d, %v; want %d", q, got, err, want)
+				}
 			}
 		})
 	}
