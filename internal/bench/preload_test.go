@@ -16,7 +16,9 @@ import (
 	"github.com/latchkey/latchkey/internal/token"
 )
 
-func maxTokenKey(t *testing.T, database string) []byte {
+// rawDB opens database with its driver, beside the store.
+func rawDB(t *testing.T, database string) *sql.DB {
+	t.Helper()
 	driver, dsn := "pgx", database
 	if path, ok := strings.CutPrefix(database, "sqlite:"); ok {
 		driver, dsn = "sqlite", "file:"+path
@@ -25,7 +27,12 @@ func maxTokenKey(t *testing.T, database string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func maxTokenKey(t *testing.T, database string) []byte {
+	db := rawDB(t, database)
 	var key []byte
 	if err := db.QueryRow(`SELECT hash FROM tokens ORDER BY hash DESC LIMIT 1`).Scan(&key); err != nil {
 		t.Fatal(err)
@@ -106,15 +113,7 @@ func TestPreloadMoreTokensThanGrants(t *testing.T) {
 			if p.Rows != 700+7_000+2_100 || p.Size != size {
 				t.Errorf("preloaded %+v", p)
 			}
-			driver, dsn := "pgx", db
-			if path, ok := strings.CutPrefix(db, "sqlite:"); ok {
-				driver, dsn = "sqlite", "file:"+path
-			}
-			conn, err := sql.Open(driver, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := rawDB(t, db)
 			for q, want := range map[string]int{
 				`SELECT COUNT(*) FROM grants`: 700,
 				`SELECT COUNT(*) FROM tokens`: 7_000,
