@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,10 +89,16 @@ type requestKey struct{}
 
 // requestReads are one request's reads of each Fresh: the first Get of a
 // request reads, its later Gets answer that read, which began after the
-// request did.
+// request did. In an optimistic request (Optimistic) a Get answers the
+// newest value read so far without reading, and the value waits in
+// unconfirmed for the request's first write to confirm it (Confirm, or a
+// store's write that checks it in its own statement: Unconfirmed, Settle).
 type requestReads struct {
-	mu    sync.Mutex
-	reads map[any]any // *Fresh[T] → T
+	mu          sync.Mutex
+	reads       map[any]any                        // *Fresh[T] → T
+	optimistic  bool                               // Gets answer Latest, unconfirmed
+	unconfirmed map[any]func(context.Context) bool // *Fresh[T] → reads again: still the value answered?
+	stale       bool                               // a value answered moved before it was confirmed
 }
 
 // PerRequest returns ctx with a slot for one request's Fresh reads, so that
@@ -99,6 +106,103 @@ type requestReads struct {
 // clients, and introspection a token) share one read of each generation.
 func PerRequest(ctx context.Context) context.Context {
 	return context.WithValue(ctx, requestKey{}, &requestReads{})
+}
+
+// Optimistic returns ctx with a slot for one request's Fresh values that
+// does not wait for a read: each Fresh answers the newest value read so
+// far (its Latest), and the request must confirm those values before it
+// writes and before it answers (Confirm, Settle). A value confirmed equal
+// to one read after the request began means nothing it governs moved
+// between the two reads, so what the request decided stands as if it had
+// read then. Run such a request through Optimistically, which runs it
+// again with PerRequest's reads when a value had moved.
+func Optimistic(ctx context.Context) context.Context {
+	return context.WithValue(ctx, requestKey{}, &requestReads{optimistic: true})
+}
+
+// Optimistically runs fn with an optimistic slot (Optimistic) and confirms
+// the values it used; if one had moved (store.ErrStale, from fn or from
+// the confirmation) it runs fn again with reads that begin after the
+// request did (PerRequest), and answers that run. fn must confirm before
+// any write of its own (a store does so itself, by Confirm or Settle), so
+// that a run it discards has written nothing.
+func Optimistically[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	octx := Optimistic(ctx)
+	v, err := fn(octx)
+	if !errors.Is(err, store.ErrStale) {
+		cerr := Confirm(octx)
+		if cerr == nil {
+			return v, err
+		}
+		if !errors.Is(cerr, store.ErrStale) {
+			var zero T
+			return zero, cerr
+		}
+	}
+	return fn(PerRequest(ctx))
+}
+
+// Confirm reads again each value the request of ctx used without a read
+// (Optimistic) and answers store.ErrStale if one has moved; a value that
+// held is confirmed once. Outside an optimistic request it does nothing.
+func Confirm(ctx context.Context) error {
+	slot, _ := ctx.Value(requestKey{}).(*requestReads)
+	if slot == nil || !slot.optimistic {
+		return nil
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	for f, held := range slot.unconfirmed {
+		if slot.stale {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !held(ctx) {
+			slot.stale = true
+			break
+		}
+		delete(slot.unconfirmed, f)
+	}
+	if slot.stale {
+		return store.ErrStale
+	}
+	return nil
+}
+
+// Unconfirmed returns the value of f that the request of ctx used without
+// a read, if it has not been confirmed yet: a store may check it in the
+// statement of the request's write and then Settle it.
+func Unconfirmed[T comparable](ctx context.Context, f *Fresh[T]) (T, bool) {
+	var zero T
+	slot, _ := ctx.Value(requestKey{}).(*requestReads)
+	if slot == nil || !slot.optimistic {
+		return zero, false
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if _, ok := slot.unconfirmed[f]; !ok || slot.stale {
+		return zero, false
+	}
+	return slot.reads[f].(T), true
+}
+
+// Settle records what a store's statement found of f's value that the
+// request of ctx used (Unconfirmed): held, it is confirmed; otherwise the
+// request is stale, and Confirm answers store.ErrStale without a read.
+func Settle[T comparable](ctx context.Context, f *Fresh[T], held bool) {
+	slot, _ := ctx.Value(requestKey{}).(*requestReads)
+	if slot == nil {
+		return
+	}
+	slot.mu.Lock()
+	if held {
+		delete(slot.unconfirmed, f)
+	} else {
+		slot.stale = true
+	}
+	slot.mu.Unlock()
 }
 
 // Forget drops the cached clients of ids, or every cached client when
@@ -122,7 +226,7 @@ func (cc *Cache) Forget(ids ...string) {
 // about one read per round trip, whatever the request rate. Within a
 // request (PerRequest) it reads once: the request's later callers get its
 // first read, which began after the request did.
-type Fresh[T any] struct {
+type Fresh[T comparable] struct {
 	Read    func(ctx context.Context) (T, error)
 	Timeout time.Duration // of one read; default 5 s
 
@@ -144,7 +248,7 @@ func (f *Fresh[T]) Latest() (T, bool) {
 	return zero, false
 }
 
-type freshRead[T any] struct {
+type freshRead[T comparable] struct {
 	done chan struct{}
 	v    T
 	err  error
@@ -161,6 +265,21 @@ func (f *Fresh[T]) Get(ctx context.Context) (T, error) {
 	defer slot.mu.Unlock()
 	if v, ok := slot.reads[f]; ok {
 		return v.(T), nil
+	}
+	if p := f.latest.Load(); slot.optimistic && p != nil {
+		v := *p
+		if slot.reads == nil {
+			slot.reads = map[any]any{}
+		}
+		if slot.unconfirmed == nil {
+			slot.unconfirmed = map[any]func(context.Context) bool{}
+		}
+		slot.reads[f] = v
+		slot.unconfirmed[f] = func(ctx context.Context) bool {
+			now, err := f.get(ctx)
+			return err == nil && now == v
+		}
+		return v, nil
 	}
 	v, err := f.get(ctx)
 	if err == nil {

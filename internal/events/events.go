@@ -4,6 +4,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -39,8 +40,8 @@ func (rec *Recorder) ObserveOAuth(ctx context.Context, st Appender, f request.Fa
 // failed logs a failed write of an observed event, unless the request
 // was canceled (its event may still have been written).
 func (rec *Recorder) failed(ctx context.Context, typ string, err error) {
-	if ctx.Err() != nil {
-		return
+	if ctx.Err() != nil || errors.Is(err, store.ErrStale) {
+		return // (stale: the request runs again and records it then)
 	}
 	log := rec.Log
 	if log == nil {

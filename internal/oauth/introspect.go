@@ -38,6 +38,21 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// On the generations last read, confirmed by the event's insert
+	// (client.Optimistically): no read of them before the answer.
+	body, err := client.Optimistically(r.Context(), func(ctx context.Context) (any, error) {
+		return s.introspect(r.WithContext(ctx), f, form)
+	})
+	if err != nil {
+		return err
+	}
+	httpx.NoStore(w)
+	httpx.WriteJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// introspect is Introspect's answer, before it is written.
+func (s *Service) introspect(r *http.Request, f request.Facts, form map[string]string) (any, error) {
 	caller, _, err := s.Clients.Authenticate(r, s.Issuer+PathIntrospect)
 	if err != nil {
 		s.record(r.Context(), f, events.OAuth{Type: events.IntrospectionFailed, ClientID: r.PostForm.Get("client_id")})
@@ -47,30 +62,28 @@ func (s *Service) Introspect(w http.ResponseWriter, r *http.Request) error {
 			// shared/spec/NOTES.md: a missing or bad client credential is 401 invalid_client.
 			e.Status, e.Code = http.StatusUnauthorized, ErrInvalidClient
 		}
-		return he
+		return nil, he
 	}
 	if client.IsPublic(caller) {
 		// RFC 7662 section 2.1: only an authenticated client may ask; a
 		// public client has nothing to authenticate with.
 		s.record(r.Context(), f, events.OAuth{Type: events.IntrospectionFailed, ClientID: caller.ID})
-		return oauthError(http.StatusUnauthorized, ErrInvalidClient, "A public client cannot introspect tokens.")
+		return nil, oauthError(http.StatusUnauthorized, ErrInvalidClient, "A public client cannot introspect tokens.")
 	}
 	if form["token"] == "" {
-		return answer(newError(ErrInvalidRequest, "The token parameter is required."))
+		return nil, answer(newError(ErrInvalidRequest, "The token parameter is required."))
 	}
 	refresh := false
 	if v := form["refresh_user_details"]; v != "" {
 		if refresh, err = strconv.ParseBool(v); err != nil {
-			return answer(newError(ErrInvalidRequest, "refresh_user_details must be true or false."))
+			return nil, answer(newError(ErrInvalidRequest, "refresh_user_details must be true or false."))
 		}
 	}
 	body, err := s.IntrospectToken(r.Context(), f, caller, form["token"], refresh)
 	if err != nil {
-		return answer(err)
+		return nil, answer(err)
 	}
-	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusOK, body)
-	return nil
+	return body, nil
 }
 
 // IntrospectToken answers for value: the active members, or {"active":false}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/request"
@@ -23,20 +24,33 @@ func (s *Service) Revoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathRevoke)
+	// On the generations last read, confirmed by the event's insert or
+	// before the revocation's write (client.Optimistically).
+	_, err = client.Optimistically(r.Context(), func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.revoke(r.WithContext(ctx), f, form)
+	})
+	if err != nil {
+		return err
+	}
+	httpx.NoStore(w)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// revoke is Revoke's work, before its answer is written.
+func (s *Service) revoke(r *http.Request, f request.Facts, form map[string]string) error {
+	caller, _, err := s.Clients.Authenticate(r, s.Issuer+PathRevoke)
 	if err != nil {
 		s.record(r.Context(), f, events.OAuth{Type: events.TokenRevokeClientInvalid, ClientID: r.PostForm.Get("client_id")})
 		return clientError(err)
 	}
 	if form["token"] == "" {
-		s.record(r.Context(), f, events.OAuth{Type: events.TokenRevokeInvalidRequest, ClientID: client.ID, AppName: client.Name})
+		s.record(r.Context(), f, events.OAuth{Type: events.TokenRevokeInvalidRequest, ClientID: caller.ID, AppName: caller.Name})
 		return answer(newError(ErrInvalidRequest, "The token parameter is required."))
 	}
-	if err := s.RevokeToken(r.Context(), f, client, form["token"], form["token_type_hint"]); err != nil {
+	if err := s.RevokeToken(r.Context(), f, caller, form["token"], form["token_type_hint"]); err != nil {
 		return answer(err)
 	}
-	httpx.NoStore(w)
-	w.WriteHeader(http.StatusOK)
 	return nil
 }
 

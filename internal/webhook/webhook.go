@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/client"
 )
 
 // SignatureHeader carries "t=<unix seconds>,v1=<hex HMAC-SHA-256 of "<t>.<body>">".
@@ -65,6 +67,11 @@ func Sign(secret string, t time.Time, body []byte) string {
 
 // Call posts payload and decodes the answer into out.
 func (h *Hook) Call(ctx context.Context, payload, out any) error {
+	// A request that decided on generations it did not read confirms them
+	// before it tells anyone outside (client.Optimistic).
+	if err := client.Confirm(ctx); err != nil {
+		return err
+	}
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return err

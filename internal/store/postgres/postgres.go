@@ -82,6 +82,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return g.Token, err
 	}
 	s.UseTokenCache(tc)
+	// A request may decide on the generations last read (client.Optimistic):
+	// its writes confirm them first, and its events outside a transaction
+	// are inserted only where they still hold.
+	s.UseOptimism(&sqlstore.Optimism{
+		Expected: func(ctx context.Context) (sqlstore.Generations, bool) { return client.Unconfirmed(ctx, s.gens) },
+		Settle:   func(ctx context.Context, held bool) { client.Settle(ctx, s.gens, held) },
+		Confirm:  client.Confirm,
+	})
 	return s, nil
 }
 

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -25,6 +26,16 @@ type GroupCommit struct {
 	// (PostgreSQL: two round trips fewer per batch).
 	OneStatement func(ctx context.Context, es []store.Event) error
 
+	// With Optimism (PostgreSQL): expected answers the generations a
+	// request decided on without reading them; expecting inserts each
+	// event only if the generations expected of it (Generations{-1, -1}:
+	// none) are those it finds, and returns those; settle tells the
+	// request. confirm is DB.confirmWrite, for an event without them.
+	expected  func(ctx context.Context) (Generations, bool)
+	expecting func(ctx context.Context, es []store.Event, expect []Generations) (Generations, error)
+	settle    func(ctx context.Context, held bool)
+	confirm   func(ctx context.Context) error
+
 	mu      sync.Mutex
 	queue   []queued
 	running bool
@@ -32,12 +43,28 @@ type GroupCommit struct {
 
 type queued struct {
 	events []store.Event
+	expect *Generations // nil: the events are inserted whatever the generations
 	done   chan error
 }
 
-// AppendEvents queues es and waits for the commit that holds them.
+// noExpectation marks an event inserted whatever the generations.
+var noExpectation = Generations{Client: -1, Token: -1}
+
+// AppendEvents queues es and waits for the commit that holds them. For a
+// request that decided on generations it did not read, the events are
+// inserted only if those still hold, and store.ErrStale answers otherwise.
 func (g *GroupCommit) AppendEvents(ctx context.Context, es ...store.Event) error {
 	q := queued{events: es, done: make(chan error, 1)}
+	if g.expected != nil {
+		if exp, ok := g.expected(ctx); ok {
+			q.expect = &exp
+		}
+	}
+	if q.expect == nil && g.confirm != nil {
+		if err := g.confirm(ctx); err != nil {
+			return err
+		}
+	}
 	g.mu.Lock()
 	g.queue = append(g.queue, q)
 	if !g.running {
@@ -47,6 +74,9 @@ func (g *GroupCommit) AppendEvents(ctx context.Context, es ...store.Event) error
 	g.mu.Unlock()
 	select {
 	case err := <-q.done:
+		if q.expect != nil && (err == nil || errors.Is(err, store.ErrStale)) {
+			g.settle(ctx, err == nil)
+		}
 		return err
 	case <-ctx.Done():
 		return ctx.Err() // the request is gone; its event may still be written
@@ -67,10 +97,16 @@ func (g *GroupCommit) run() {
 		}
 		g.mu.Unlock()
 		var all []store.Event
+		expecting := false
 		for _, q := range batch {
 			all = append(all, q.events...)
+			expecting = expecting || q.expect != nil
 		}
 		ctx := context.Background()
+		if expecting {
+			g.commitExpecting(ctx, batch, all)
+			continue
+		}
 		var err error
 		if g.OneStatement != nil {
 			err = g.OneStatement(ctx, all)
@@ -80,5 +116,29 @@ func (g *GroupCommit) run() {
 		for _, q := range batch {
 			q.done <- err
 		}
+	}
+}
+
+// commitExpecting inserts a batch in which some requests expect
+// generations: each of those gets store.ErrStale if the statement found
+// others, and its events were not inserted.
+func (g *GroupCommit) commitExpecting(ctx context.Context, batch []queued, all []store.Event) {
+	expect := make([]Generations, 0, len(all))
+	for _, q := range batch {
+		e := noExpectation
+		if q.expect != nil {
+			e = *q.expect
+		}
+		for range q.events {
+			expect = append(expect, e)
+		}
+	}
+	found, err := g.expecting(ctx, all, expect)
+	for _, q := range batch {
+		qerr := err
+		if qerr == nil && q.expect != nil && *q.expect != found {
+			qerr = store.ErrStale
+		}
+		q.done <- qerr
 	}
 }

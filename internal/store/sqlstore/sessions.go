@@ -364,6 +364,43 @@ func (db *DB) insertEventArrays(ctx context.Context, es []store.Event, suffix st
 		contexts, occurred)
 }
 
+// insertEventsExpecting inserts each event of es whose expected
+// generations (noExpectation: none) are those the statement reads, and
+// returns those: one statement, so the read and the inserts share a
+// snapshot, and an event is never inserted after a change it did not see.
+func (db *DB) insertEventsExpecting(ctx context.Context, es []store.Event, expect []Generations) (Generations, error) {
+	if err := store.CheckEventKinds(es); err != nil {
+		return Generations{}, err
+	}
+	var ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions, contexts []string
+	occurred := make([]int64, 0, len(es))
+	clientGens, tokenGens := make([]int64, 0, len(es)), make([]int64, 0, len(es))
+	for i, e := range es {
+		ids, kinds, types, names = append(ids, e.ID), append(kinds, e.Kind), append(types, e.Type), append(names, e.Name)
+		clients, apps, txs = append(clients, e.ClientID), append(apps, e.AppName), append(txs, e.TransactionID)
+		users, usersLower, persons = append(users, e.UserID), append(usersLower, lower(e.UserID)), append(persons, e.PersonID)
+		ips, agents, agentUsers = append(ips, e.ClientIP), append(agents, e.UserAgent), append(agentUsers, e.AgentUser)
+		partitions, contexts = append(partitions, e.Partition), append(contexts, stringMap(e.Context))
+		occurred = append(occurred, e.Occurred.UnixMilli())
+		clientGens, tokenGens = append(clientGens, expect[i].Client), append(tokenGens, expect[i].Token)
+	}
+	var found Generations
+	err := db.queryRowWrite(ctx, `WITH g AS (`+generationsQuery+`),
+		ins AS (INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id,
+			user_id_lower, person_id, client_ip, user_agent, agent_user, partition_id, context, occurred)
+		SELECT v.id, v.kind, v.type, v.name, v.client_id, v.app_name, v.transaction_id, v.user_id, v.user_id_lower,
+			v.person_id, v.client_ip, v.user_agent, v.agent_user, v.partition_id, v.context, v.occurred
+		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+			?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[])
+			AS v(id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower, person_id,
+				client_ip, user_agent, agent_user, partition_id, context, occurred, client_gen, token_gen), g
+		WHERE v.client_gen < 0 OR v.client_gen = g.client AND v.token_gen = g.token)
+		SELECT client, token FROM g`,
+		ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions,
+		contexts, occurred, clientGens, tokenGens).Scan(&found.Client, &found.Token)
+	return found, db.scanErr(err)
+}
+
 // deleteBefore runs each DELETE of qs with the cut-off cut and reports how
 // many rows they removed in all.
 func (db *DB) deleteBefore(ctx context.Context, cut int64, qs ...string) (int64, error) {

@@ -138,6 +138,37 @@ type shared struct {
 	ahead      atomic.Pointer[aheadBox] // the group commit writes events ahead to it (writeahead.go)
 	kindCounts sync.Map                 // event kind -> kindCount (CountEvents)
 	uses       useCoalescer
+	optimism   *Optimism // nil: every request reads its generations (UseOptimism)
+}
+
+// Optimism connects the store to requests that decide on the generations
+// last read instead of reading them (client.Optimistic, PostgreSQL): each
+// write of such a request first confirms them, and an event it records
+// outside a transaction is inserted only if they still hold, checked in
+// the insert's own statement.
+type Optimism struct {
+	// Expected returns the generations the request of ctx decided on
+	// without reading them, if any are unconfirmed.
+	Expected func(ctx context.Context) (Generations, bool)
+	// Settle records whether a statement found them unchanged.
+	Settle func(ctx context.Context, held bool)
+	// Confirm reads them again for the request of ctx, if it has any
+	// unconfirmed: store.ErrStale if they moved.
+	Confirm func(ctx context.Context) error
+}
+
+// UseOptimism makes the store confirm optimistic requests' generations
+// before their writes (see Optimism).
+func (db *DB) UseOptimism(o *Optimism) { db.shared.optimism = o }
+
+// confirmWrite is called before every write outside a transaction and
+// before a transaction begins: a request that decided on unread
+// generations writes nothing unless they held.
+func (db *DB) confirmWrite(ctx context.Context) error {
+	if o := db.shared.optimism; o != nil && !db.inTx {
+		return o.Confirm(ctx)
+	}
+	return nil
 }
 
 // maxStmts bounds the statement caches; queries with many parameters (batch
@@ -154,10 +185,19 @@ func New(d *Dialect, write, read *sql.DB) *DB {
 	}
 	db := &DB{d: d, write: write, read: read, shared: &shared{}}
 	db.shared.events.Store = db
+	db.shared.events.confirm = db.confirmWrite
 	if d.ArrayInsert {
 		db.shared.events.OneStatement = func(ctx context.Context, es []store.Event) error {
 			return db.insertEvents(ctx, es, "", false)
 		}
+		db.shared.events.expecting = db.insertEventsExpecting
+		db.shared.events.expected = func(ctx context.Context) (Generations, bool) {
+			if o := db.shared.optimism; o != nil {
+				return o.Expected(ctx)
+			}
+			return Generations{}, false
+		}
+		db.shared.events.settle = func(ctx context.Context, held bool) { db.shared.optimism.Settle(ctx, held) }
 	}
 	return db
 }
@@ -208,6 +248,9 @@ func (db *DB) BulkTx(ctx context.Context, fn func(store.Store) error) error {
 func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (err error) {
 	if db.inTx {
 		return fn(db)
+	}
+	if err := db.confirmWrite(ctx); err != nil {
+		return err
 	}
 	if db.d.GroupCommit {
 		return db.shared.batch.run(ctx, db, own, fn)
@@ -449,6 +492,9 @@ func (t txStatement) QueryRowContext(ctx context.Context, args ...any) *sql.Row 
 }
 
 func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, err error) {
+	if err := db.confirmWrite(ctx); err != nil {
+		return nil, err
+	}
 	if db.onPipe(q, true) {
 		n, _, err := db.send(ctx, q, args, false)
 		if err != nil {
@@ -545,6 +591,11 @@ func (r *row) Scan(dest ...any) error {
 func nothing() {}
 
 func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row {
+	if write {
+		if err := db.confirmWrite(ctx); err != nil {
+			return &row{err: err, done: nothing}
+		}
+	}
 	if db.onPipe(q, write) {
 		_, rs, err := db.send(ctx, q, args, true)
 		return &row{rs: rs, err: err, done: nothing}
@@ -596,6 +647,11 @@ func (db *DB) queryWrite(ctx context.Context, q string, args ...any) (*rows, err
 }
 
 func (db *DB) queryOn(ctx context.Context, write bool, q string, args ...any) (*rows, error) {
+	if write {
+		if err := db.confirmWrite(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if db.onPipe(q, write) {
 		_, rs, err := db.send(ctx, q, args, true)
 		if err != nil {

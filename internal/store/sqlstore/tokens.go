@@ -174,10 +174,13 @@ type Generations struct{ Client, Token int64 }
 // Generations reads both generations.
 func (db *DB) Generations(ctx context.Context) (Generations, error) {
 	var g Generations
-	err := db.queryRow(ctx, `SELECT (SELECT generation FROM client_generation WHERE id = 1),
-		(SELECT COALESCE(SUM(generation), 0) FROM token_generation)`).Scan(&g.Client, &g.Token)
+	err := db.queryRow(ctx, generationsQuery).Scan(&g.Client, &g.Token)
 	return g, db.scanErr(err)
 }
+
+// generationsQuery reads both generations, as columns client and token.
+const generationsQuery = `SELECT (SELECT generation FROM client_generation WHERE id = 1) AS client,
+		(SELECT COALESCE(SUM(generation), 0) FROM token_generation) AS token`
 
 // GetTokenGrantSharePerson reads a token, its grant and its person, the
 // person's row under a share lock: on PostgreSQL one round trip where a
@@ -306,6 +309,10 @@ func (db *DB) updateTokenRow(ctx context.Context, hash []byte, q string, args ..
 // CountTokenUse counts one use of a limited token; ErrConflict when exhausted.
 func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, error) {
 	if db.d.CoalesceUses && !db.inTx {
+		// (The shared statement runs without the caller's context.)
+		if err := db.confirmWrite(ctx); err != nil {
+			return store.Token{}, err
+		}
 		return db.coalescedUse(ctx, hash)
 	}
 	// The token's cache entry stays (TokenCache.put): nothing reads its count.

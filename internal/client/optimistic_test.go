@@ -1,0 +1,121 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/latchkey/latchkey/internal/store"
+)
+
+// An optimistic request answers the newest value read so far without a
+// read, and Confirm reads once to check it: unchanged, the request stands;
+// moved, Confirm answers store.ErrStale, then again without a read.
+func TestOptimisticAnswersLatestAndConfirmsOnce(t *testing.T) {
+	gen, reads := int64(1), 0
+	f := &Fresh[int64]{Read: func(context.Context) (int64, error) { reads++; return gen, nil }}
+
+	// Nothing read yet: an optimistic request reads, as any other.
+	req := Optimistic(context.Background())
+	if v, err := f.Get(req); v != 1 || err != nil || reads != 1 {
+		t.Fatalf("first Get: %d, %v after %d reads; want 1 after 1", v, err, reads)
+	}
+	if _, ok := Unconfirmed(req, f); ok {
+		t.Error("a value read by the request is unconfirmed")
+	}
+	if err := Confirm(req); err != nil || reads != 1 {
+		t.Errorf("Confirm of a read value: %v after %d reads", err, reads)
+	}
+
+	req = Optimistic(context.Background())
+	for range 2 {
+		if v, err := f.Get(req); v != 1 || err != nil || reads != 1 {
+			t.Fatalf("optimistic Get: %d, %v after %d reads; want 1 without a read", v, err, reads)
+		}
+	}
+	if v, ok := Unconfirmed(req, f); !ok || v != 1 {
+		t.Errorf("Unconfirmed: %d, %v; want 1, true", v, ok)
+	}
+	for range 2 {
+		if err := Confirm(req); err != nil || reads != 2 {
+			t.Errorf("Confirm of an unchanged value: %v after %d reads; want nil after 2", err, reads)
+		}
+	}
+	if _, ok := Unconfirmed(req, f); ok {
+		t.Error("a confirmed value is still unconfirmed")
+	}
+
+	req = Optimistic(context.Background())
+	f.Get(req)
+	gen = 2 // another instance wrote
+	for range 2 {
+		if err := Confirm(req); !errors.Is(err, store.ErrStale) || reads != 3 {
+			t.Errorf("Confirm of a moved value: %v after %d reads; want ErrStale after 3", err, reads)
+		}
+	}
+	if _, ok := Unconfirmed(req, f); ok {
+		t.Error("a stale request offers its value to be checked")
+	}
+	// A plain request has nothing to confirm.
+	req = PerRequest(context.Background())
+	if v, _ := f.Get(req); v != 2 || Confirm(req) != nil || reads != 4 {
+		t.Errorf("a plain request: %d after %d reads", v, reads)
+	}
+}
+
+// Settle is a store's statement checking the value itself: held confirms
+// it with no read; not held makes the request stale with no read.
+func TestSettle(t *testing.T) {
+	reads := 0
+	f := &Fresh[int64]{Read: func(context.Context) (int64, error) { reads++; return 7, nil }}
+	f.Get(context.Background())
+	for _, held := range []bool{true, false} {
+		req := Optimistic(context.Background())
+		f.Get(req)
+		Settle(req, f, held)
+		err := Confirm(req)
+		if reads != 1 || held != (err == nil) || !held && !errors.Is(err, store.ErrStale) {
+			t.Errorf("settled %v: Confirm %v after %d reads", held, err, reads)
+		}
+	}
+}
+
+// Optimistically runs again, with reads of its own, a request whose values
+// moved: whether fn finds out itself (its write's ErrStale) or the
+// confirmation after it does. A request whose values held runs once.
+func TestOptimisticallyRunsAStaleRequestAgain(t *testing.T) {
+	gen := int64(1)
+	f := &Fresh[int64]{Read: func(context.Context) (int64, error) { return gen, nil }}
+	f.Get(context.Background())
+	for _, tc := range []struct {
+		name  string
+		moved bool
+		fail  bool // fn answers ErrStale itself
+		runs  int
+	}{
+		{"unchanged", false, false, 1},
+		{"moved, found by the confirmation", true, false, 2},
+		{"moved, found by fn's write", true, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs, seen := 0, []int64{}
+			if tc.moved {
+				gen++
+			}
+			v, err := Optimistically(context.Background(), func(ctx context.Context) (int64, error) {
+				runs++
+				v, err := f.Get(ctx)
+				seen = append(seen, v)
+				if tc.fail {
+					if err := Confirm(ctx); err != nil {
+						return 0, err
+					}
+				}
+				return v, err
+			})
+			if err != nil || runs != tc.runs || v != gen {
+				t.Errorf("%d runs answering %d, %v (saw %v); want %d runs answering %d", runs, v, err, seen, tc.runs, gen)
+			}
+		})
+	}
+}
