@@ -10,26 +10,30 @@ import (
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
-// Introspection and revocation decide on the generations last read and
-// confirm them in their event's insert or before their write
-// (client.Optimistically). Two instances share one PostgreSQL database,
-// and b answers only introspections and revocations, so none of b's other
-// requests reads the generations for it: every change a makes must hold on
-// b's very next request, and each request records exactly one event,
-// however many times it ran.
+// Introspection, revocation and token requests decide on the generations
+// last read and confirm them in their first write (client.Optimistically):
+// an event's insert, a transaction's first statement, or a read before any
+// other write. Two instances share one PostgreSQL database, and b answers
+// only token requests, introspections and revocations, none of which reads
+// the generations first: every change a makes must hold on b's very next
+// request, and each request records exactly one event and issues at most
+// one token, however many times it ran.
 func TestOptimisticRequestsFollowOtherInstances(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	a := servertest.Start(t, introspectConfig(), servertest.Options{Backend: "postgres", PostgresURL: dsn})
 	b := servertest.Start(t, introspectConfig(), servertest.Options{Backend: "postgres", PostgresURL: dsn})
-	issue := func() string {
+	issued := 0
+	issueOn := func(s *servertest.Server) string {
 		t.Helper()
-		r := post(t, a, "/oauth/token", url.Values{"grant_type": {"client_credentials"}}, "other", "other-secret-other-secret")
+		issued++
+		r := post(t, s, "/oauth/token", url.Values{"grant_type": {"client_credentials"}}, "other", "other-secret-other-secret")
 		tok, _ := r.json["access_token"].(string)
 		if tok == "" {
-			t.Fatalf("token on a: %d %s", r.status, r.body)
+			t.Fatalf("token: %d %s", r.status, r.body)
 		}
 		return tok
 	}
+	issue := func() string { return issueOn(a) }
 	revoke := func(s *servertest.Server, tok string) {
 		t.Helper()
 		if r := post(t, s, "/oauth/revoke", url.Values{"token": {tok}}, "other", "other-secret-other-secret"); r.status != 200 {
@@ -81,6 +85,18 @@ func TestOptimisticRequestsFollowOtherInstances(t *testing.T) {
 		introspections++
 	}
 
+	// b's issuances: each transaction's statement checks the generations,
+	// which a has just moved.
+	for range 3 {
+		revoke(a, issue())
+		revocations++
+		tok := issueOn(b)
+		if !active(a, tok) {
+			t.Error("a token b issued is inactive")
+		}
+		introspections++
+	}
+
 	count := func(types ...string) int {
 		t.Helper()
 		n, err := a.Store.CountEvents(t.Context(), store.EventFilter{Kind: store.EventOAuth, Types: types}, 1000)
@@ -91,6 +107,9 @@ func TestOptimisticRequestsFollowOtherInstances(t *testing.T) {
 	}
 	if n := count(events.IntrospectionSuccess, events.IntrospectionFailed); n != introspections {
 		t.Errorf("%d introspection events for %d introspections", n, introspections)
+	}
+	if n := count(events.TokenRequestAccessTokenCreated); n != issued {
+		t.Errorf("%d issuance events for %d issuances", n, issued)
 	}
 	if n := count(events.TokenRevokeAccessTokenSuccess); n != revocations {
 		t.Errorf("%d revocation events for %d revocations", n, revocations)

@@ -27,16 +27,29 @@ func (s *Service) Token(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f := s.facts(r)
-	client, _, err := s.Clients.Authenticate(r, s.Issuer+PathToken)
+	// On the generations last read, confirmed by the first statement of
+	// the issuance's transaction (client.Optimistically).
+	resp, err := client.Optimistically(r.Context(), func(ctx context.Context) (*TokenResponse, error) {
+		return s.token(r.WithContext(ctx), f, form)
+	})
 	if err != nil {
-		s.record(r.Context(), f, events.OAuth{Type: events.TokenRequestInvalidClient, ClientID: form["client_id"]})
-		return clientError(err)
-	}
-	resp, err := s.Exchange(r.Context(), TokenRequest{Facts: f, Client: client, Form: form})
-	if err != nil {
-		return answer(err)
+		return err
 	}
 	return writeToken(w, resp)
+}
+
+// token is Token's answer, before it is written.
+func (s *Service) token(r *http.Request, f request.Facts, form map[string]string) (*TokenResponse, error) {
+	caller, _, err := s.Clients.Authenticate(r, s.Issuer+PathToken)
+	if err != nil {
+		s.record(r.Context(), f, events.OAuth{Type: events.TokenRequestInvalidClient, ClientID: form["client_id"]})
+		return nil, clientError(err)
+	}
+	resp, err := s.Exchange(r.Context(), TokenRequest{Facts: f, Client: caller, Form: form})
+	if err != nil {
+		return nil, answer(err)
+	}
+	return resp, nil
 }
 
 // TokenRequest is a token request whose client is authenticated.

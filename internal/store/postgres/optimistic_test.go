@@ -154,3 +154,141 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 		}
 	}
 }
+
+// A transaction of an optimistic request checks the generations in its
+// first statement (latchkey_guard_generations) instead of reading them
+// before: inserts alone are still one statement; a transaction that
+// begins checks them after its BEGIN; a guarded read's statement checks
+// both. Moved generations fail each with store.ErrStale and nothing of it
+// is written.
+func TestOptimisticTransactionsCheckInTheirFirstStatement(t *testing.T) {
+	a, b, dsn := twoInstances(t)
+	ctx := context.Background()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var statements atomic.Int64
+	a.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if err := b.CreatePerson(ctx, store.Person{ID: "p1", Email: "p1@example.com", Status: "ACTIVATED"}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	grant := func() (store.Grant, store.Token) {
+		n++
+		g := store.Grant{ID: fmt.Sprintf("g%d", n), ClientID: "c1", Subject: "p1", Scopes: []string{"read"}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		tk := store.Token{Hash: []byte(fmt.Sprintf("h%d", n)), Kind: store.KindRefresh, GrantID: g.ID, ClientID: "c1", Subject: "p1",
+			Scopes: []string{"read"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
+		return g, tk
+	}
+	exists := func(table, key string) bool {
+		t.Helper()
+		var n int
+		col := map[string]string{"grants": "id", "events": "id"}[table]
+		if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE `+col+` = $1`, key).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	gens := a.SharedGenerations()
+	optimistic := func() context.Context {
+		t.Helper()
+		req := client.Optimistic(ctx)
+		if _, err := gens.Get(req); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	move := func() { // another instance revokes a token
+		t.Helper()
+		g, tk := grant()
+		if err := b.CreateGrant(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.CreateToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.RevokeToken(ctx, tk.Hash, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g0, t0 := grant()
+	if err := b.CreateGrant(ctx, g0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateToken(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gens.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	inserts := func(g store.Grant) func(tx store.Store) error {
+		return func(tx store.Store) error {
+			if err := tx.CreateGrant(ctx, g); err != nil {
+				return err
+			}
+			return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + g.ID, Kind: store.EventOAuth, Type: "T", Occurred: now})
+		}
+	}
+	begins := func(g store.Grant) func(tx store.Store) error {
+		return func(tx store.Store) error {
+			if _, err := tx.UseRefreshToken(ctx, t0.Hash, now); err != nil && !errors.Is(err, store.ErrConflict) {
+				return err // (an UPDATE … RETURNING: it begins the transaction)
+			}
+			return inserts(g)(tx)
+		}
+	}
+	guarded := func(g store.Grant) func(tx store.Store) error {
+		return func(tx store.Store) error {
+			if _, _, _, err := tx.GetTokenGrantGuardPerson(ctx, t0.Hash); err != nil {
+				return err
+			}
+			return inserts(g)(tx)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		fn         func(store.Grant) func(tx store.Store) error
+		statements int64 // when the generations held
+	}{
+		{"inserts alone", inserts, 1},
+		{"a transaction that begins", begins, 1}, // BEGIN, the check and the UPDATE in one round trip (its COMMIT is not counted)
+		{"a guarded read", guarded, 2},           // the read; the inserts with both guards
+	} {
+		g, _ := grant()
+		req := optimistic()
+		before := statements.Load()
+		if err := a.Tx(req, tc.fn(g)); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := statements.Load() - before; got != tc.statements || !exists("grants", g.ID) || !exists("events", "e-"+g.ID) {
+			t.Errorf("%s with unchanged generations: %d statements (want %d), grant %v, event %v",
+				tc.name, got, tc.statements, exists("grants", g.ID), exists("events", "e-"+g.ID))
+		}
+		before = statements.Load()
+		if err := client.Confirm(req); err != nil || statements.Load() != before {
+			t.Errorf("%s: Confirm after the transaction: %v after %d statements, want none", tc.name, err, statements.Load()-before)
+		}
+
+		g, _ = grant()
+		req = optimistic()
+		move()
+		if err := a.Tx(req, tc.fn(g)); !errors.Is(err, store.ErrStale) || exists("grants", g.ID) || exists("events", "e-"+g.ID) {
+			t.Errorf("%s with moved generations: %v, grant %v, event %v; want ErrStale and nothing written",
+				tc.name, err, exists("grants", g.ID), exists("events", "e-"+g.ID))
+		}
+		if err := client.Confirm(req); !errors.Is(err, store.ErrStale) {
+			t.Errorf("%s: Confirm after a stale transaction: %v", tc.name, err)
+		}
+		if _, err := gens.Get(client.PerRequest(ctx)); err != nil { // a's generations up to date again
+			t.Fatal(err)
+		}
+	}
+	var used int64
+	if err := raw.QueryRowContext(ctx, `SELECT used_at FROM tokens WHERE hash = $1`, t0.Hash).Scan(&used); err != nil || used == 0 {
+		t.Errorf("the refresh token's use of the transaction that held: %d, %v", used, err)
+	}
+}

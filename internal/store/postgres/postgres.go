@@ -105,5 +105,8 @@ func translate(err error) error {
 	if pe != nil && pe.Code == "LK001" { // latchkey_guard_issue, latchkey_guard_code
 		return fmt.Errorf("%w: %v", sqlstore.ErrStaleRead, err)
 	}
+	if pe != nil && pe.Code == "LK002" { // latchkey_guard_generations
+		return fmt.Errorf("%w: %v", store.ErrStale, err)
+	}
 	return err
 }

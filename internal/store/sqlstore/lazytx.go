@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,18 @@ type lazyTx struct {
 	// statement of the guard it goes with reads its rows as "burn".
 	use    *codeUse
 	locked bool // this run's reads lock: a guarded read has failed once
+	// expect, until it is sent, is the generations the request decided on
+	// without reading them: the first statement checks them
+	// (latchkey_guard_generations, expectCall).
+	expect *Generations
+}
+
+// expectCall is the check of l.expect, which it takes: sent, it is not
+// sent again.
+func (l *lazyTx) expectCall() heldInsert {
+	e := l.expect
+	l.expect = nil
+	return heldInsert{q: "SELECT latchkey_guard_generations(?, ?)", args: []any{e.Client, e.Token}}
 }
 
 // mayGuard tells whether a read may be a guarded read (unlocked, its
@@ -153,6 +166,10 @@ func (db *DB) send(ctx context.Context, q string, args []any, query bool) (affec
 	if withBegin {
 		batch = append(batch, Stmt{SQL: "BEGIN"})
 	}
+	if withBegin && l.expect != nil {
+		c := l.expectCall()
+		batch = append(batch, Stmt{SQL: db.sql(c.q), Args: c.args})
+	}
 	if withBegin && l.guard != nil {
 		// The guard (after a guarded code's use) comes first, waiting for
 		// the rows as a locking read would, then what the transaction holds.
@@ -208,6 +225,11 @@ func (db *DB) heldStatement() (string, []any) {
 func (db *DB) guardStatement(wait bool) (string, []any) {
 	l := db.lazy
 	call := heldInsert{q: l.guard.q + ", " + strconv.FormatBool(wait) + ")", args: l.guard.args}
+	if l.expect != nil { // (a BEGIN sent first checks it on its own)
+		c := l.expectCall()
+		call.q += ", " + strings.TrimPrefix(c.q, "SELECT ")
+		call.args = append(slices.Clip(call.args), c.args...)
+	}
 	var use *heldInsert
 	if l.use != nil {
 		u := l.use.statement(wait)
@@ -275,9 +297,13 @@ func (db *DB) commitLazy(ctx context.Context, child *DB) error {
 		// commit with.
 		var q string
 		var args []any
-		if l.guard != nil {
+		switch {
+		case l.guard != nil:
 			q, args = child.guardStatement(false)
-		} else {
+		case l.expect != nil:
+			c := l.expectCall()
+			q, args = joinHeld(nil, l.pending, &c)
+		default:
 			q, args = child.heldStatement()
 		}
 		l.pending = nil

@@ -249,14 +249,24 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 	if db.inTx {
 		return fn(db)
 	}
-	if err := db.confirmWrite(ctx); err != nil {
-		return err
+	// A lazy transaction confirms a request's unread generations in its
+	// first statement; any other confirms them before it begins.
+	var expect *Generations
+	if o := db.shared.optimism; o != nil && db.d.Pipe != nil && !db.d.GroupCommit {
+		if g, ok := o.Expected(ctx); ok {
+			expect = &g
+		}
+	}
+	if expect == nil {
+		if err := db.confirmWrite(ctx); err != nil {
+			return err
+		}
 	}
 	if db.d.GroupCommit {
 		return db.shared.batch.run(ctx, db, own, fn)
 	}
 	if db.d.Pipe != nil {
-		return db.runLazyTx(ctx, fn)
+		return db.runLazyTx(ctx, fn, expect)
 	}
 	tx, err := db.write.BeginTx(ctx, db.d.TxOptions)
 	for attempt := 0; db.retryBadConn(ctx, err, attempt); attempt++ {
@@ -286,18 +296,33 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 // whose guarded read went stale runs once more, with locking reads: such
 // a function (a refresh's, a code exchange's) must be one that may run
 // twice.
-func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error) error {
-	err := db.runLazyOnce(ctx, fn, false)
+//
+// With expect (the generations the request decided on without reading
+// them), the transaction's first statement checks them
+// (latchkey_guard_generations) and fails with store.ErrStale if they
+// moved; the request learns either way (Optimism.Settle). A transaction
+// that sends nothing leaves them unconfirmed.
+func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error, expect *Generations) error {
+	checked, err := db.runLazyOnce(ctx, fn, false, expect)
 	if errors.Is(err, ErrStaleRead) {
-		err = db.runLazyOnce(ctx, fn, true)
+		checked, err = db.runLazyOnce(ctx, fn, true, expect)
+	}
+	if expect != nil {
+		switch {
+		case errors.Is(err, store.ErrStale):
+			db.shared.optimism.Settle(ctx, false)
+		case err == nil && checked:
+			db.shared.optimism.Settle(ctx, true)
+		}
 	}
 	return err
 }
 
-func (db *DB) runLazyOnce(ctx context.Context, fn func(store.Store) error, locked bool) error {
+func (db *DB) runLazyOnce(ctx context.Context, fn func(store.Store) error, locked bool, expect *Generations) (checked bool, err error) {
 	child := db.txChild(nil)
-	l := &lazyTx{locked: locked}
+	l := &lazyTx{locked: locked, expect: expect}
 	child.lazy = l
+	defer func() { checked = l.expect == nil && expect != nil }()
 	defer func() {
 		if p := recover(); p != nil {
 			_ = rollbackLazy(ctx, l, nil)
@@ -307,9 +332,9 @@ func (db *DB) runLazyOnce(ctx context.Context, fn func(store.Store) error, locke
 		db.endLazy(child)
 	}()
 	if err := fn(child); err != nil {
-		return rollbackLazy(ctx, l, err)
+		return false, rollbackLazy(ctx, l, err)
 	}
-	return db.commitLazy(ctx, child)
+	return false, db.commitLazy(ctx, child)
 }
 
 // endLazy gives back a lazy transaction's connection, then ends it as
