@@ -201,6 +201,7 @@ func Settle[T comparable](ctx context.Context, f *Fresh[T], held bool) {
 		delete(slot.unconfirmed, f)
 	} else {
 		slot.stale = true
+		f.moved()
 	}
 	slot.mu.Unlock()
 }
@@ -229,11 +230,45 @@ func (cc *Cache) Forget(ids ...string) {
 type Fresh[T comparable] struct {
 	Read    func(ctx context.Context) (T, error)
 	Timeout time.Duration // of one read; default 5 s
+	// StaleBackoff: after an optimistic request found a value moved, the
+	// optimistic requests of this long read instead (default 1 s), so that
+	// where values move often (other instances' changes, this one's
+	// revocations) requests do not run twice.
+	StaleBackoff time.Duration
+	Now          func() time.Time // StaleBackoff's clock; default time.Now
 
 	mu      sync.Mutex
 	running bool
 	next    *freshRead[T]     // the read the callers that arrived during the running one wait for
 	latest  atomic.Pointer[T] // the value of the newest read that succeeded
+	staleAt atomic.Pointer[time.Time]
+}
+
+// trusted tells whether optimistic requests may use Latest: no value
+// moved under one within StaleBackoff.
+func (f *Fresh[T]) trusted() bool {
+	at := f.staleAt.Load()
+	if at == nil {
+		return true
+	}
+	backoff := f.StaleBackoff
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	return f.clock().Sub(*at) >= backoff
+}
+
+// moved records that a value moved under an optimistic request.
+func (f *Fresh[T]) moved() {
+	now := f.clock()
+	f.staleAt.Store(&now)
+}
+
+func (f *Fresh[T]) clock() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
 }
 
 // Latest returns the value of the newest read so far: at least as new as
@@ -266,7 +301,7 @@ func (f *Fresh[T]) Get(ctx context.Context) (T, error) {
 	if v, ok := slot.reads[f]; ok {
 		return v.(T), nil
 	}
-	if p := f.latest.Load(); slot.optimistic && p != nil {
+	if p := f.latest.Load(); slot.optimistic && p != nil && f.trusted() {
 		v := *p
 		if slot.reads == nil {
 			slot.reads = map[any]any{}
@@ -277,7 +312,11 @@ func (f *Fresh[T]) Get(ctx context.Context) (T, error) {
 		slot.reads[f] = v
 		slot.unconfirmed[f] = func(ctx context.Context) bool {
 			now, err := f.get(ctx)
-			return err == nil && now == v
+			if err != nil || now != v {
+				f.moved()
+				return false
+			}
+			return true
 		}
 		return v, nil
 	}

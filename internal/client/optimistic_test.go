@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -85,7 +86,8 @@ func TestSettle(t *testing.T) {
 // confirmation after it does. A request whose values held runs once.
 func TestOptimisticallyRunsAStaleRequestAgain(t *testing.T) {
 	gen := int64(1)
-	f := &Fresh[int64]{Read: func(context.Context) (int64, error) { return gen, nil }}
+	clock := time.Now()
+	f := &Fresh[int64]{Read: func(context.Context) (int64, error) { return gen, nil }, Now: func() time.Time { return clock }}
 	f.Get(context.Background())
 	for _, tc := range []struct {
 		name  string
@@ -98,6 +100,7 @@ func TestOptimisticallyRunsAStaleRequestAgain(t *testing.T) {
 		{"moved, found by fn's write", true, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			clock = clock.Add(time.Hour) // past the backoff of the case before
 			runs, seen := 0, []int64{}
 			if tc.moved {
 				gen++
@@ -117,5 +120,37 @@ func TestOptimisticallyRunsAStaleRequestAgain(t *testing.T) {
 				t.Errorf("%d runs answering %d, %v (saw %v); want %d runs answering %d", runs, v, err, seen, tc.runs, gen)
 			}
 		})
+	}
+}
+
+// Where values move often, optimistic requests stop running twice: after
+// one found a value moved, requests read for StaleBackoff, then take
+// Latest again.
+func TestOptimismBacksOffWhereValuesMove(t *testing.T) {
+	gen, reads := int64(1), 0
+	clock := time.Now()
+	f := &Fresh[int64]{Read: func(context.Context) (int64, error) { reads++; return gen, nil },
+		StaleBackoff: time.Minute, Now: func() time.Time { return clock }}
+	f.Get(context.Background())
+	req := Optimistic(context.Background())
+	f.Get(req)
+	gen++
+	if err := Confirm(req); !errors.Is(err, store.ErrStale) {
+		t.Fatalf("Confirm of a moved value: %v", err)
+	}
+	staleAt := clock
+	for _, tc := range []struct {
+		after    time.Duration
+		optimist bool
+	}{{0, false}, {59 * time.Second, false}, {time.Minute, true}} {
+		clock = staleAt.Add(tc.after)
+		req := Optimistic(context.Background())
+		before := reads
+		f.Get(req)
+		_, unconfirmed := Unconfirmed(req, f)
+		if unconfirmed != tc.optimist || (reads == before) != tc.optimist {
+			t.Errorf("%v after the stale request: unconfirmed %v after %d reads; want optimistic %v",
+				tc.after, unconfirmed, reads-before, tc.optimist)
+		}
 	}
 }

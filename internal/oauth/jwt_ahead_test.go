@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,8 +173,20 @@ func TestJWTSignaturesHoldNoWriter(t *testing.T) {
 				var before int32
 				hold := func() { before = keys.signed.Load(); keys.hold.Store(true) }
 				got := heldWhileAnotherWrites(t, s, g, hold, keys.arrived, func() { close(keys.release) })
-				if n := keys.signed.Load() - before; n != 1 {
-					t.Errorf("%d access tokens signed for one issuance, want 1", n)
+				// On PostgreSQL the revocation moves the token generation
+				// that the held request decided on without reading it. A
+				// grant whose first write is its transaction's commit
+				// fails that commit's check and runs again, signing again
+				// (client.Optimistically): one signature a run. The
+				// password and device grants write before they sign (the
+				// password check, the poll), which confirms the
+				// generations first; the implicit flow's page reads them.
+				want := int32(1)
+				if backend == "postgres" && !slices.Contains([]string{"password", "device_code", "implicit"}, g.name) {
+					want = 2
+				}
+				if n := keys.signed.Load() - before; n != want {
+					t.Errorf("%d access tokens signed for one issuance, want %d", n, want)
 				}
 				c := jwtClaims(t, got.access)
 				r := introspect(t, s, got.access, nil)
