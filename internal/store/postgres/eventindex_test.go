@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"strings"
 	"testing"
@@ -54,11 +53,7 @@ func TestAscendingEventIndexMigration(t *testing.T) {
 	if len(told) > 0 {
 		t.Errorf("a new store's migrations were traced: %v", told)
 	}
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := openRaw(t, dsn)
 	exec := execOn(t, raw)
 	// The indexes as migration 30 left them, but events_client already
 	// swapped by hand.

@@ -32,11 +32,7 @@ func refreshWrites(ctx context.Context, tx store.Store, grantID, tokenID string)
 func guardedStore(t *testing.T) (*Store, *sql.DB) {
 	dsn := pgtest.NewDatabase(t)
 	s := openWithPerson(t, dsn)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	raw := openRaw(t, dsn)
 	return s, raw
 }
 

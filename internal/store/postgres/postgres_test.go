@@ -333,11 +333,7 @@ func TestSharePersonLetsIssuancesShareAndWritersWait(t *testing.T) {
 func TestEventCountFollowsOtherInstances(t *testing.T) {
 	a, b, dsn := twoInstances(t)
 	ctx := context.Background()
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := openRaw(t, dsn)
 	base := time.Now().UTC().Truncate(time.Second)
 	fill := func(n int) {
 		t.Helper()
@@ -395,11 +391,7 @@ func TestTokenCacheFollowsOtherInstances(t *testing.T) {
 	ctx := context.Background()
 	var statements atomic.Int64
 	a.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := openRaw(t, dsn)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	n := 0
 	issue := func(kind string) (store.Token, store.Grant) {
@@ -499,6 +491,19 @@ func TestTokenCacheFollowsOtherInstances(t *testing.T) {
 	if got, _, err := read(rt.Hash); err != nil || got.UsedAt.IsZero() {
 		t.Errorf("a refresh token used by b: %+v, %v", got, err)
 	}
+}
+
+// openRaw opens dsn without latchkey's store, for an operator's
+// statements and for checks of what the store wrote; closed at the end of
+// the test.
+func openRaw(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
 }
 
 // twoInstances opens two stores on one fresh database, as two instances
