@@ -12,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
 )
 
 // A request that decides on the generations last read (client.Optimistic)
@@ -21,50 +22,15 @@ import (
 // the request is made, and each answers store.ErrStale. In a batch shared
 // with other requests only the stale request's events are left out.
 func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
-	a, b, dsn := twoInstances(t)
-	ctx := context.Background()
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	var statements atomic.Int64
-	a.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	token := func(n int) store.Token {
-		t.Helper()
-		g := store.Grant{ID: fmt.Sprintf("g%d", n), ClientID: "c1", Scopes: []string{"read"}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		tk := store.Token{Hash: []byte(fmt.Sprintf("h%d", n)), Kind: store.KindAccess, GrantID: g.ID, ClientID: "c1",
-			Scopes: []string{"read"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if err := b.CreateGrant(ctx, g); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.CreateToken(ctx, tk); err != nil {
-			t.Fatal(err)
-		}
-		return tk
-	}
+	o := newOptimisticSetup(t)
+	a, b, raw, gens, now, ctx := o.a, o.b, o.raw, o.gens, o.now, context.Background()
+	statements := &o.statements
+	token := func(int) store.Token { return o.issue(t, store.KindAccess, "") }
 	event := func(id string) store.Event {
 		return store.Event{ID: id, Kind: store.EventOAuth, Type: "T", ClientID: "c1", Occurred: now}
 	}
-	stored := func(id string) bool {
-		t.Helper()
-		var n int
-		if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE id = $1`, id).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
-	}
-	gens := a.SharedGenerations()
-	gens.Now = pastEveryBackoff()
-	optimistic := func() context.Context {
-		t.Helper()
-		req := client.Optimistic(ctx)
-		if _, err := gens.Get(req); err != nil {
-			t.Fatal(err)
-		}
-		return req
-	}
+	stored := func(id string) bool { return o.exists(t, "events", id) }
+	optimistic := func() context.Context { return o.optimistic(t) }
 	t1, t2 := token(1), token(2)
 	if _, err := gens.Get(ctx); err != nil { // the value the requests below start from
 		t.Fatal(err)
@@ -163,66 +129,22 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 // both. Moved generations fail each with store.ErrStale and nothing of it
 // is written.
 func TestOptimisticTransactionsCheckInTheirFirstStatement(t *testing.T) {
-	a, b, dsn := twoInstances(t)
-	ctx := context.Background()
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	var statements atomic.Int64
-	a.ObserveStatements(func(string, time.Duration) { statements.Add(1) })
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	o := newOptimisticSetup(t)
+	a, b, raw, gens, now, ctx := o.a, o.b, o.raw, o.gens, o.now, context.Background()
+	statements := &o.statements
 	if err := b.CreatePerson(ctx, store.Person{ID: "p1", Email: "p1@example.com", Status: "ACTIVATED"}); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	grant := func() (store.Grant, store.Token) {
-		n++
-		g := store.Grant{ID: fmt.Sprintf("g%d", n), ClientID: "c1", Subject: "p1", Scopes: []string{"read"}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		tk := store.Token{Hash: []byte(fmt.Sprintf("h%d", n)), Kind: store.KindRefresh, GrantID: g.ID, ClientID: "c1", Subject: "p1",
-			Scopes: []string{"read"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
-		return g, tk
-	}
-	exists := func(table, key string) bool {
-		t.Helper()
-		var n int
-		col := map[string]string{"grants": "id", "events": "id"}[table]
-		if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE `+col+` = $1`, key).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
-	}
-	gens := a.SharedGenerations()
-	gens.Now = pastEveryBackoff()
-	optimistic := func() context.Context {
-		t.Helper()
-		req := client.Optimistic(ctx)
-		if _, err := gens.Get(req); err != nil {
-			t.Fatal(err)
-		}
-		return req
-	}
+	grant := func() (store.Grant, store.Token) { return o.grant(store.KindRefresh, "p1") }
+	exists := func(table, key string) bool { return o.exists(t, table, key) }
+	optimistic := func() context.Context { return o.optimistic(t) }
 	move := func() { // another instance revokes a token
 		t.Helper()
-		g, tk := grant()
-		if err := b.CreateGrant(ctx, g); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.CreateToken(ctx, tk); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.RevokeToken(ctx, tk.Hash, now); err != nil {
+		if err := b.RevokeToken(ctx, o.issue(t, store.KindRefresh, "p1").Hash, now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	g0, t0 := grant()
-	if err := b.CreateGrant(ctx, g0); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.CreateToken(ctx, t0); err != nil {
-		t.Fatal(err)
-	}
+	t0 := o.issue(t, store.KindRefresh, "p1")
 	if _, err := gens.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -302,4 +224,67 @@ func pastEveryBackoff() func() time.Time {
 	start := time.Now()
 	var hours atomic.Int64
 	return func() time.Time { return start.Add(time.Duration(hours.Add(1)) * time.Hour) }
+}
+
+// optimisticSetup is two instances on one database for the tests of
+// optimistic requests: a's statements counted, and its generations' stale
+// backoff over by each request (pastEveryBackoff).
+type optimisticSetup struct {
+	a, b       *Store
+	raw        *sql.DB
+	gens       *client.Fresh[sqlstore.Generations]
+	statements atomic.Int64
+	now        time.Time
+	n          int // grants made
+}
+
+func newOptimisticSetup(t *testing.T) *optimisticSetup {
+	a, b, dsn := twoInstances(t)
+	o := &optimisticSetup{a: a, b: b, raw: openRaw(t, dsn), gens: a.SharedGenerations(), now: time.Now().UTC().Truncate(time.Microsecond)}
+	a.ObserveStatements(func(string, time.Duration) { o.statements.Add(1) })
+	o.gens.Now = pastEveryBackoff()
+	return o
+}
+
+// optimistic is a request of a's that takes the generations last read.
+func (o *optimisticSetup) optimistic(t *testing.T) context.Context {
+	t.Helper()
+	req := client.Optimistic(context.Background())
+	if _, err := o.gens.Get(req); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// grant is a new grant of client c1 and its token of kind, not stored.
+func (o *optimisticSetup) grant(kind, subject string) (store.Grant, store.Token) {
+	o.n++
+	g := store.Grant{ID: fmt.Sprintf("g%d", o.n), ClientID: "c1", Subject: subject, Scopes: []string{"read"},
+		CreatedAt: o.now, ExpiresAt: o.now.Add(time.Hour)}
+	tk := store.Token{Hash: []byte(fmt.Sprintf("h%d", o.n)), Kind: kind, GrantID: g.ID, ClientID: "c1", Subject: subject,
+		Scopes: []string{"read"}, IssuedAt: o.now, ExpiresAt: o.now.Add(time.Hour)}
+	return g, tk
+}
+
+// issue stores a new grant and its token through b.
+func (o *optimisticSetup) issue(t *testing.T, kind, subject string) store.Token {
+	t.Helper()
+	g, tk := o.grant(kind, subject)
+	if err := o.b.CreateGrant(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.b.CreateToken(context.Background(), tk); err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// exists tells whether table holds the row of id.
+func (o *optimisticSetup) exists(t *testing.T, table, id string) bool {
+	t.Helper()
+	var n int
+	if err := o.raw.QueryRowContext(context.Background(), `SELECT count(*) FROM `+table+` WHERE id = $1`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
 }

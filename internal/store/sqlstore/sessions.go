@@ -322,8 +322,7 @@ const eventIndexSuffix = " ON CONFLICT (id) DO NOTHING"
 
 // eventInsertSQL is the insert of n event rows, ending in suffix.
 func eventInsertSQL(n int, suffix string) string {
-	const cols = `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower,
-			person_id, client_ip, user_agent, agent_user, partition_id, context, occurred) VALUES `
+	const cols = `INSERT INTO events (` + eventRowColumns + `) VALUES `
 	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if n == 1 && suffix == "" {
 		return cols + row
@@ -346,6 +345,21 @@ func eventInsertSQL(n int, suffix string) string {
 // prepared statement serves every batch, where a VALUES list per batch
 // size would be parsed, planned and closed each time.
 func (db *DB) insertEventArrays(ctx context.Context, es []store.Event, suffix string) error {
+	return db.writeOrHold(ctx, `INSERT INTO events (`+eventRowColumns+`)
+		SELECT * FROM unnest(`+eventArrayParams+`)`+suffix, eventArrays(es)...)
+}
+
+// eventRowColumns are the columns an event row is inserted with, in the
+// order of eventArrays and of eventInsertSQL's parameters.
+const eventRowColumns = `id, kind, type, name, client_id, app_name, transaction_id, user_id,
+			user_id_lower, person_id, client_ip, user_agent, agent_user, partition_id, context, occurred`
+
+// eventArrayParams are the parameters of eventArrays, typed for unnest.
+const eventArrayParams = `?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+			?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[]`
+
+// eventArrays are es as one array per column (eventRowColumns).
+func eventArrays(es []store.Event) []any {
 	var ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions, contexts []string
 	occurred := make([]int64, 0, len(es))
 	for _, e := range es {
@@ -356,12 +370,8 @@ func (db *DB) insertEventArrays(ctx context.Context, es []store.Event, suffix st
 		partitions, contexts = append(partitions, e.Partition), append(contexts, stringMap(e.Context))
 		occurred = append(occurred, e.Occurred.UnixMilli())
 	}
-	return db.writeOrHold(ctx, `INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id,
-			user_id_lower, person_id, client_ip, user_agent, agent_user, partition_id, context, occurred)
-		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-			?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[])`+suffix,
-		ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions,
-		contexts, occurred)
+	return []any{ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions,
+		contexts, occurred}
 }
 
 // insertEventsExpecting inserts each event of es whose expected
@@ -372,32 +382,19 @@ func (db *DB) insertEventsExpecting(ctx context.Context, es []store.Event, expec
 	if err := store.CheckEventKinds(es); err != nil {
 		return Generations{}, err
 	}
-	var ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions, contexts []string
-	occurred := make([]int64, 0, len(es))
-	clientGens, tokenGens := make([]int64, 0, len(es)), make([]int64, 0, len(es))
-	for i, e := range es {
-		ids, kinds, types, names = append(ids, e.ID), append(kinds, e.Kind), append(types, e.Type), append(names, e.Name)
-		clients, apps, txs = append(clients, e.ClientID), append(apps, e.AppName), append(txs, e.TransactionID)
-		users, usersLower, persons = append(users, e.UserID), append(usersLower, lower(e.UserID)), append(persons, e.PersonID)
-		ips, agents, agentUsers = append(ips, e.ClientIP), append(agents, e.UserAgent), append(agentUsers, e.AgentUser)
-		partitions, contexts = append(partitions, e.Partition), append(contexts, stringMap(e.Context))
-		occurred = append(occurred, e.Occurred.UnixMilli())
-		clientGens, tokenGens = append(clientGens, expect[i].Client), append(tokenGens, expect[i].Token)
+	clientGens, tokenGens := make([]int64, len(es)), make([]int64, len(es))
+	for i, e := range expect {
+		clientGens[i], tokenGens[i] = e.Client, e.Token
 	}
 	var found Generations
 	err := db.queryRowWrite(ctx, `WITH g AS (`+generationsQuery+`),
-		ins AS (INSERT INTO events (id, kind, type, name, client_id, app_name, transaction_id, user_id,
-			user_id_lower, person_id, client_ip, user_agent, agent_user, partition_id, context, occurred)
+		ins AS (INSERT INTO events (`+eventRowColumns+`)
 		SELECT v.id, v.kind, v.type, v.name, v.client_id, v.app_name, v.transaction_id, v.user_id, v.user_id_lower,
 			v.person_id, v.client_ip, v.user_agent, v.agent_user, v.partition_id, v.context, v.occurred
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-			?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[])
-			AS v(id, kind, type, name, client_id, app_name, transaction_id, user_id, user_id_lower, person_id,
-				client_ip, user_agent, agent_user, partition_id, context, occurred, client_gen, token_gen), g
+		FROM unnest(`+eventArrayParams+`, ?::bigint[], ?::bigint[]) AS v(`+eventRowColumns+`, client_gen, token_gen), g
 		WHERE v.client_gen < 0 OR v.client_gen = g.client AND v.token_gen = g.token)
 		SELECT client, token FROM g`,
-		ids, kinds, types, names, clients, apps, txs, users, usersLower, persons, ips, agents, agentUsers, partitions,
-		contexts, occurred, clientGens, tokenGens).Scan(&found.Client, &found.Token)
+		append(eventArrays(es), clientGens, tokenGens)...).Scan(&found.Client, &found.Token)
 	return found, db.scanErr(err)
 }
 
