@@ -9,9 +9,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,6 +26,10 @@ const KeySize = 32
 // made for one kind of secret never matches another kind.
 type Hasher struct {
 	keys [][]byte // keys[0] signs; older keys still verify (rotation)
+	// macs[i] holds keyed HMAC states of keys[i] between uses: a new one
+	// costs two SHA-256 blocks and several allocations, and every request
+	// hashes a token or a secret.
+	macs []sync.Pool
 	// Stamped: Mint makes values that carry their mint time, with keys
 	// that grow with it (below). Off, it makes plain values (256 random
 	// bits, keyed by the keyed hash alone), the only kind releases before
@@ -42,33 +48,53 @@ func NewHasher(keys ...[]byte) (*Hasher, error) {
 			return nil, fmt.Errorf("token: server key must be at least %d bytes", KeySize)
 		}
 	}
-	return &Hasher{keys: keys}, nil
+	return &Hasher{keys: keys, macs: make([]sync.Pool, len(keys))}, nil
 }
 
 // Hash returns the keyed hash of secret under the current key.
 func (h *Hasher) Hash(label, secret string) []byte {
-	return mac(h.keys[0], label, secret)
+	return h.mac(0, nil, label, secret)
 }
 
 // Verify reports, in constant time per key, whether sum is the keyed hash of
 // secret under the current or an older key.
 func (h *Hasher) Verify(label, secret string, sum []byte) bool {
 	ok := false
-	for _, k := range h.keys {
-		if hmac.Equal(mac(k, label, secret), sum) {
+	for i := range h.keys {
+		if hmac.Equal(h.mac(i, nil, label, secret), sum) {
 			ok = true
 		}
 	}
 	return ok
 }
 
-func mac(key []byte, label, secret string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(label))
-	m.Write([]byte{0})
-	m.Write([]byte(secret))
-	return m.Sum(nil)
+// keyedMAC is a keyed HMAC state and the buffer its input is gathered in
+// (one Write, and no conversion of label and secret to bytes of their own).
+type keyedMAC struct {
+	h   hash.Hash
+	buf []byte
 }
+
+// mac appends to dst the HMAC-SHA-256 under keys[i] of label, a zero byte
+// and secret.
+func (h *Hasher) mac(i int, dst []byte, label, secret string) []byte {
+	m, _ := h.macs[i].Get().(*keyedMAC)
+	if m == nil {
+		m = &keyedMAC{h: hmac.New(sha256.New, h.keys[i])}
+	}
+	m.buf = append(append(append(m.buf[:0], label...), 0), secret...)
+	m.h.Write(m.buf)
+	dst = m.h.Sum(dst)
+	m.h.Reset()
+	if cap(m.buf) <= maxPooledInput {
+		h.macs[i].Put(m)
+	}
+	return dst
+}
+
+// maxPooledInput bounds the buffer a pooled state keeps: a request's
+// oversized secret is hashed once and its buffer let go.
+const maxPooledInput = 1 << 10
 
 // Labels of the hashed secret kinds.
 const (
@@ -200,16 +226,15 @@ func (h *Hasher) mintAt(k Kind, now time.Time) (string, []byte) {
 // the whole value, after the value's stamp when it has one. A forged stamp
 // only changes where the lookup searches; the hash still has to match.
 func (h *Hasher) HashOf(k Kind, value string) []byte {
-	sum := h.Hash(k.Label, value)
 	body, ok := strings.CutPrefix(value, k.Prefix)
 	if !ok || len(body) != mintedLen {
-		return sum
+		return h.Hash(k.Label, value)
 	}
 	// 8 base64url characters are exactly the 6 bytes of the stamp (fewer
 	// when the decoder skipped a line break).
-	stamp, err := base64.RawURLEncoding.DecodeString(body[:8])
-	if err != nil || len(stamp) != stampSize {
-		return sum
+	key := make([]byte, stampSize, stampSize+sha256.Size)
+	if n, err := base64.RawURLEncoding.Decode(key, []byte(body[:8])); err != nil || n != stampSize {
+		return h.Hash(k.Label, value)
 	}
-	return append(stamp, sum...)
+	return h.mac(0, key, k.Label, value)
 }

@@ -2,6 +2,8 @@ package token
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +125,47 @@ func TestVerifyAcceptsRotatedKeys(t *testing.T) {
 	if _, err := NewHasher([]byte("short")); err == nil {
 		t.Error("a short key was accepted")
 	}
+}
+
+// TestReusedStatesHashAsNewOnes: the pooled HMAC states give what a new
+// HMAC gives, for each key, whatever came before them on the same state
+// (a longer secret, an oversized one that is not kept, a stamped value), and
+// when many goroutines share the pools (run with -race).
+func TestReusedStatesHashAsNewOnes(t *testing.T) {
+	k1, k2 := bytes.Repeat([]byte{1}, KeySize), bytes.Repeat([]byte{2}, KeySize)
+	h, err := NewHasher(k1, k2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Stamped = true
+	want := func(key []byte, label, secret string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(label + "\x00" + secret))
+		return m.Sum(nil)
+	}
+	secrets := []string{"", "s", strings.Repeat("long secret ", 40), strings.Repeat("x", 2*maxPooledInput), "s3cret"}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				secret := secrets[(g+i)%len(secrets)]
+				if got := h.Hash(LabelClientSecret, secret); !bytes.Equal(got, want(k1, LabelClientSecret, secret)) {
+					t.Errorf("Hash of a %d-byte secret differs from a new HMAC's", len(secret))
+					return
+				}
+				if !h.Verify(LabelClientSecret, secret, want(k2, LabelClientSecret, secret)) {
+					t.Errorf("Verify under the older key failed for a %d-byte secret", len(secret))
+					return
+				}
+				v, key := h.Mint(AccessToken)
+				if !bytes.Equal(key[stampSize:], want(k1, AccessToken.Label, v)) || !bytes.Equal(h.HashOf(AccessToken, v), key) {
+					t.Error("a stamped key does not end with a new HMAC of the value")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestLoadOrCreateKey(t *testing.T) {
