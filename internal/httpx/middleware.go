@@ -34,20 +34,37 @@ func WithRequestID(next http.Handler) http.Handler {
 // SecurityHeaders sets the headers every response carries. Pages that need a
 // looser Content-Security-Policy set their own before writing.
 func SecurityHeaders(hsts bool) func(http.Handler) http.Handler {
+	set := securityHeaders
+	if hsts {
+		set = append(set[:len(set):len(set)], securityHeader{"Strict-Transport-Security", "max-age=31536000"})
+	}
+	// Each value is a slice of its own for the life of the server, full to
+	// its capacity: Header.Set replaces it and Header.Add copies it, so no
+	// response changes another's; what a Set would allocate per header and
+	// request is saved.
+	values := make([][]string, len(set))
+	for i, h := range set {
+		values[i] = []string{h.value}[:1:1]
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
-			h.Set("X-Content-Type-Options", "nosniff")
-			h.Set("X-Frame-Options", "DENY")
-			h.Set("Referrer-Policy", "no-referrer")
-			h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
-			h.Set("Cross-Origin-Opener-Policy", "same-origin")
-			if hsts {
-				h.Set("Strict-Transport-Security", "max-age=31536000")
+			for i, s := range set {
+				h[s.name] = values[i]
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+type securityHeader struct{ name, value string } // name in canonical form
+
+var securityHeaders = []securityHeader{
+	{"X-Content-Type-Options", "nosniff"},
+	{"X-Frame-Options", "DENY"},
+	{"Referrer-Policy", "no-referrer"},
+	{"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"},
+	{"Cross-Origin-Opener-Policy", "same-origin"},
 }
 
 // StatusRecorder remembers the status and size a handler wrote.
