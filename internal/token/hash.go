@@ -82,13 +82,22 @@ func (h *Hasher) mac(i int, dst []byte, label, secret string) []byte {
 	if m == nil {
 		m = &keyedMAC{h: hmac.New(sha256.New, h.keys[i])}
 	}
+	dst = m.sum(dst, label, secret)
+	if cap(m.buf) <= maxPooledInput {
+		h.macs[i].Put(m)
+	}
+	return dst
+}
+
+// sum appends the MAC of label, a zero byte and secret to dst, and leaves m
+// keyed and ready for the next, its buffer cleared: a pooled state does not
+// keep the last secret it hashed.
+func (m *keyedMAC) sum(dst []byte, label, secret string) []byte {
 	m.buf = append(append(append(m.buf[:0], label...), 0), secret...)
 	m.h.Write(m.buf)
 	dst = m.h.Sum(dst)
 	m.h.Reset()
-	if cap(m.buf) <= maxPooledInput {
-		h.macs[i].Put(m)
-	}
+	clear(m.buf)
 	return dst
 }
 

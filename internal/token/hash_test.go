@@ -168,6 +168,20 @@ func TestReusedStatesHashAsNewOnes(t *testing.T) {
 	wg.Wait()
 }
 
+// TestPooledStatesKeepNoSecret: the buffer a state waits with holds no
+// byte of the secret it last hashed.
+func TestPooledStatesKeepNoSecret(t *testing.T) {
+	h := testHasher(t)
+	secret := "a-client-secret-to-forget"
+	m := &keyedMAC{h: hmac.New(sha256.New, h.keys[0])}
+	if got := m.sum(nil, LabelClientSecret, secret); !bytes.Equal(got, h.Hash(LabelClientSecret, secret)) {
+		t.Error("a state's sum differs from Hash")
+	}
+	if strings.Contains(string(m.buf[:cap(m.buf)]), secret) {
+		t.Error("the state's buffer still holds the secret")
+	}
+}
+
 func TestLoadOrCreateKey(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "sub", "secret.key")
 	var wg sync.WaitGroup
