@@ -119,6 +119,22 @@ func TestIndexEvents(t *testing.T) {
 	if n := countEvents(t, st); n != len(es) {
 		t.Fatalf("%d events, want %d", n, len(es))
 	}
+	// Only a taken id is skipped. The insert is an OR IGNORE, which would as
+	// quietly skip a row that broke another constraint (a NULL in a NOT
+	// NULL column): an event with every optional field empty is indexed.
+	sparse := store.Event{ID: "ev-sparse", Kind: store.EventOAuth, Type: "TOKEN_INTROSPECTION_FAILED",
+		Occurred: time.UnixMilli(1_790_000_000_000).UTC()}
+	if err := st.IndexEvents(ctx, sparse); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.SearchEvents(ctx, store.EventFilter{Kind: store.EventOAuth, Types: []string{sparse.Type}}, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != sparse.ID || got[0].ClientID != "" || len(got[0].Context) != 0 {
+		t.Fatalf("the sparse event reads back as %+v", got)
+	}
+	es = append(es, sparse)
 	bad := testEvent(5000)
 	bad.Kind = "other"
 	if err := st.IndexEvents(ctx, testEvent(5001), bad); err == nil {

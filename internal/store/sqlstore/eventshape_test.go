@@ -20,13 +20,13 @@ func TestEventShapes(t *testing.T) {
 			}
 		}
 	}
-	for _, suffix := range []string{"", eventIndexSuffix} {
+	for _, how := range eventInserts {
 		for _, n := range eventShapes {
-			if !cacheable(eventInsertSQL(n, suffix), n*eventParams) {
-				t.Errorf("the insert of %d rows (suffix %q) is not cached", n, suffix)
+			if !cacheable(eventInsertSQL(n, how), n*eventParams) {
+				t.Errorf("the insert of %d rows (%+v) is not cached", n, how)
 			}
 		}
-		if cacheable(eventInsertSQL(5, suffix), 5*eventParams) {
+		if cacheable(eventInsertSQL(5, how), 5*eventParams) {
 			t.Errorf("an insert of 5 rows, not a shape, is cached")
 		}
 	}

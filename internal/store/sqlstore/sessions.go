@@ -237,7 +237,7 @@ func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
 	}
 	// In a transaction (or for one event), one prepared statement per row:
 	// no SQL text to parse.
-	return db.insertEvents(ctx, es, "", db.d.InProcess && (db.inTx || len(es) == 1))
+	return db.insertEvents(ctx, es, eventAppend, db.d.InProcess && (db.inTx || len(es) == 1))
 }
 
 // IndexEvents inserts events as AppendEvents does but skips those whose id
@@ -245,12 +245,16 @@ func (db *DB) AppendEvents(ctx context.Context, es ...store.Event) error {
 // callers, and its replay after a crash may carry events that were indexed
 // before the crash.
 func (db *DB) IndexEvents(ctx context.Context, es ...store.Event) error {
-	return db.insertEvents(ctx, es, eventIndexSuffix, false)
+	how := eventSkipTaken
+	if db.d.InsertOrIgnore {
+		how = eventOrIgnore
+	}
+	return db.insertEvents(ctx, es, how, false)
 }
 
 // insertEvents inserts es, one row per statement or many, each statement
-// ending in suffix.
-func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string, perRow bool) error {
+// an insert as how says.
+func (db *DB) insertEvents(ctx context.Context, es []store.Event, how eventInsert, perRow bool) error {
 	if err := store.CheckEventKinds(es); err != nil {
 		return err
 	}
@@ -260,11 +264,11 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string,
 	}
 	// A few rows fit a cached VALUES statement, which plans faster.
 	if db.d.ArrayInsert && !perRow && len(es)*eventParams > maxStmtParams {
-		return db.insertEventArrays(ctx, es, suffix)
+		return db.insertEventArrays(ctx, es, how)
 	}
 	if perRow {
 		for _, e := range es {
-			if _, err := db.exec(ctx, eventInsertSQL(1, suffix), args(e)...); err != nil {
+			if _, err := db.exec(ctx, eventInsertSQL(1, how), args(e)...); err != nil {
 				return err
 			}
 		}
@@ -280,7 +284,7 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, suffix string,
 		for _, e := range es[:n] {
 			all = append(all, args(e)...)
 		}
-		if err := db.writeOrHold(ctx, eventInsertSQL(n, suffix), slices.Clone(all)...); err != nil {
+		if err := db.writeOrHold(ctx, eventInsertSQL(n, how), slices.Clone(all)...); err != nil {
 			return err
 		}
 		es = es[n:]
@@ -305,30 +309,45 @@ func eventShape(n int) int {
 	return 1
 }
 
-// eventShapeSQL holds the texts of eventShapes' inserts, by suffix: they
-// are cached whatever their parameters (cacheable).
+// eventShapeSQL holds the texts of eventShapes' inserts, of every kind:
+// they are cached whatever their parameters (cacheable).
 var eventShapeSQL = func() map[string]bool {
 	m := map[string]bool{}
-	for _, suffix := range []string{"", eventIndexSuffix} {
+	for _, how := range eventInserts {
 		for _, n := range eventShapes {
-			m[eventInsertSQL(n, suffix)] = true
+			m[eventInsertSQL(n, how)] = true
 		}
 	}
 	return m
 }()
 
-// eventIndexSuffix ends IndexEvents' inserts.
-const eventIndexSuffix = " ON CONFLICT (id) DO NOTHING"
+// eventInsert is how an insert of event rows begins and ends.
+type eventInsert struct{ head, tail string }
 
-// eventInsertSQL is the insert of n event rows, ending in suffix.
-func eventInsertSQL(n int, suffix string) string {
-	const cols = `INSERT INTO events (` + eventRowColumns + `) VALUES `
+var (
+	// eventAppend inserts every row, and fails on an id already there.
+	eventAppend = eventInsert{head: "INSERT INTO events"}
+	// eventSkipTaken and eventOrIgnore skip the rows whose id is there
+	// (IndexEvents). With ON CONFLICT DO NOTHING the other constraints can
+	// still abort a statement midway, so SQLite journals every page a
+	// multi-row insert changes in order to undo it; OR IGNORE leaves no
+	// constraint that aborts, so SQLite keeps no such journal
+	// (Dialect.InsertOrIgnore).
+	eventSkipTaken = eventInsert{head: "INSERT INTO events", tail: " ON CONFLICT (id) DO NOTHING"}
+	eventOrIgnore  = eventInsert{head: "INSERT OR IGNORE INTO events"}
+
+	eventInserts = [...]eventInsert{eventAppend, eventSkipTaken, eventOrIgnore}
+)
+
+// eventInsertSQL is the insert of n event rows, as how says.
+func eventInsertSQL(n int, how eventInsert) string {
+	cols := how.head + ` (` + eventRowColumns + `) VALUES `
 	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	if n == 1 && suffix == "" {
+	if n == 1 && how.tail == "" {
 		return cols + row
 	}
 	var b strings.Builder
-	b.Grow(len(cols) + n*(len(row)+2) + len(suffix))
+	b.Grow(len(cols) + n*(len(row)+2) + len(how.tail))
 	b.WriteString(cols)
 	for i := range n {
 		if i > 0 {
@@ -336,7 +355,7 @@ func eventInsertSQL(n int, suffix string) string {
 		}
 		b.WriteString(row)
 	}
-	b.WriteString(suffix)
+	b.WriteString(how.tail)
 	return b.String()
 }
 
@@ -344,9 +363,9 @@ func eventInsertSQL(n int, suffix string) string {
 // on how many there are (PostgreSQL: a column array per parameter): one
 // prepared statement serves every batch, where a VALUES list per batch
 // size would be parsed, planned and closed each time.
-func (db *DB) insertEventArrays(ctx context.Context, es []store.Event, suffix string) error {
-	return db.writeOrHold(ctx, `INSERT INTO events (`+eventRowColumns+`)
-		SELECT * FROM unnest(`+eventArrayParams+`)`+suffix, eventArrays(es)...)
+func (db *DB) insertEventArrays(ctx context.Context, es []store.Event, how eventInsert) error {
+	return db.writeOrHold(ctx, how.head+` (`+eventRowColumns+`)
+		SELECT * FROM unnest(`+eventArrayParams+`)`+how.tail, eventArrays(es)...)
 }
 
 // eventRowColumns are the columns an event row is inserted with, in the

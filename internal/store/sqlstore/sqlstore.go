@@ -72,6 +72,9 @@ type Dialect struct {
 	// a transaction with one statement (usage.go): PostgreSQL, where each
 	// statement on the row waits for the previous one's commit.
 	CoalesceUses bool
+	// InsertOrIgnore: an insert that skips the rows whose key is taken is
+	// INSERT OR IGNORE (SQLite), not INSERT ... ON CONFLICT DO NOTHING.
+	InsertOrIgnore bool
 	// IndexHints names the index of an event search (SQLite's INDEXED BY).
 	IndexHints bool
 	// TablesQuery lists the names of the store's tables (FindText).
@@ -188,7 +191,7 @@ func New(d *Dialect, write, read *sql.DB) *DB {
 	db.shared.events.confirm = db.confirmWrite
 	if d.ArrayInsert {
 		db.shared.events.OneStatement = func(ctx context.Context, es []store.Event) error {
-			return db.insertEvents(ctx, es, "", false)
+			return db.insertEvents(ctx, es, eventAppend, false)
 		}
 		db.shared.events.expecting = db.insertEventsExpecting
 		db.shared.events.expected = func(ctx context.Context) (Generations, bool) {

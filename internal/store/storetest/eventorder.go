@@ -84,7 +84,7 @@ func CheckEventIndexesDense(t *testing.T, spread int, insert func([]store.Event)
 // BenchmarkEventBatches inserts time-ordered events in batches of the
 // sizes a group commit makes, and reports the cost of each event.
 func BenchmarkEventBatches(b *testing.B, insert func([]store.Event) error) {
-	for _, size := range []int{1, 10, 64} {
+	for _, size := range []int{1, 10, 64, 250} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
 			next := 0
 			for b.Loop() {
