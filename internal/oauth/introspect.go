@@ -142,7 +142,7 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 		Exp: t.ExpiresAt.Unix(), Iat: t.IssuedAt.Unix(), Nbf: t.IssuedAt.Unix(), Sub: sub,
 		UsageLimit: t.UsageLimit, AMR: amr,
 		AppIdentifier: client.AppIdentifier, AppPlatform: client.AppPlatform, AppVersion: client.AppVersion,
-		UserDetails: map[string]any{}, extra: data.AdditionalClaims,
+		UserDetails: map[string]any{},
 	}
 	if t.UsageLimit > 0 {
 		out.UsageCount = &t.UsageCount
@@ -163,9 +163,13 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 			}
 		}
 	}
+	body, err := withClaims(out, data.AdditionalClaims)
+	if err != nil {
+		return nil, err
+	}
 	s.record(ctx, f, events.OAuth{Type: events.IntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
 		UserID: t.Subject, TransactionID: g.ID})
-	return out, nil
+	return body, nil
 }
 
 // introspection is an active introspection answer (RFC 7662 section 2.2
@@ -188,30 +192,32 @@ type introspection struct {
 	UserDetails      any      `json:"user_details"`
 	GroupPolicies    any      `json:"urn:vendor.com:oidc:group_policies,omitempty"`
 	GroupPermissions string   `json:"group_permissions,omitempty"` // deprecated form of GroupPolicies
-
-	extra map[string]any // the access token hook's claims: they never override ours
 }
 
-// MarshalJSON adds the hook's claims to the members; a struct (not a map)
-// keeps the common answer, which has none, one reflection-cached encoding.
-func (in *introspection) MarshalJSON() ([]byte, error) {
-	type plain introspection
-	b, err := json.Marshal((*plain)(in))
-	if err != nil || len(in.extra) == 0 {
-		return b, err
+// withClaims is the answer with the access token hook's claims added; they
+// never override ours. Without them (the common answer) it is the struct
+// itself: one reflection-cached encoding, where a MarshalJSON method would
+// cost a second encoder and a compaction of its output on every answer.
+func withClaims(in *introspection, extra map[string]any) (any, error) {
+	if len(extra) == 0 {
+		return in, nil
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
 	}
 	var ours map[string]json.RawMessage
 	if err := json.Unmarshal(b, &ours); err != nil {
 		return nil, err
 	}
-	all := make(map[string]any, len(ours)+len(in.extra))
-	for k, v := range in.extra {
+	all := make(map[string]any, len(ours)+len(extra))
+	for k, v := range extra {
 		all[k] = v
 	}
 	for k, v := range ours {
 		all[k] = v
 	}
-	return json.Marshal(all)
+	return all, nil
 }
 
 // userDetails returns the grant's cached user details, loading them (from
