@@ -108,6 +108,9 @@ type DB struct {
 	scopesWritten *bool
 	// held: the group commit's events held for its EventsAhead (nil: none).
 	held *heldEvents
+	// detached: the transaction is shared by several callers (txBatch), and
+	// its statements run without their caller's cancellation (driverCtx).
+	detached bool
 	// applied lists the migrations this DB's Migrate applied itself.
 	applied []int
 }
@@ -116,6 +119,20 @@ type DB struct {
 func (db *DB) txChild(tx *sql.Tx) *DB {
 	return &DB{d: db.d, write: db.write, read: db.read, tx: tx, inTx: true, shared: db.shared, savepoints: new(int),
 		pendingInv: new([]invalidation), scopesWritten: new(bool)}
+}
+
+// driverCtx is the context a statement of db runs with: in a transaction
+// that several callers share (txBatch), the caller's values without its
+// cancellation. The driver interrupts a statement whose context ends, and
+// SQLite then rolls back the whole transaction, so one caller gone
+// mid-statement would fail every caller of the batch; a caller gone before
+// its turn is not run at all. Without a Done channel, neither the driver
+// nor database/sql starts a goroutine to watch each statement.
+func (db *DB) driverCtx(ctx context.Context) context.Context {
+	if db.detached {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // shared is what a DB and the DBs of its transactions have in common.
@@ -362,18 +379,19 @@ func (db *DB) Savepoint(ctx context.Context, fn func(store.Store) error) (err er
 	if db.lazy != nil {
 		return db.lazySavepoint(ctx, name, fn)
 	}
-	if _, err := db.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
+	dctx := db.driverCtx(ctx)
+	if _, err := db.tx.ExecContext(dctx, "SAVEPOINT "+name); err != nil {
 		return db.d.Translate(err)
 	}
 	mark := db.heldMark()
 	if err = fn(db); err != nil {
 		db.undoHeld(mark)
-		if _, rerr := db.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
+		if _, rerr := db.tx.ExecContext(dctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
 			return errors.Join(err, db.d.Translate(rerr))
 		}
 		return err
 	}
-	_, err = db.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name)
+	_, err = db.tx.ExecContext(dctx, "RELEASE SAVEPOINT "+name)
 	return db.d.Translate(err)
 }
 
@@ -530,8 +548,9 @@ func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, 
 		}
 		return driver.RowsAffected(n), nil
 	}
+	dctx := db.driverCtx(ctx)
 	for attempt := 0; ; attempt++ {
-		st, done, err := db.stmt(ctx, db.sql(q), len(args), true)
+		st, done, err := db.stmt(dctx, db.sql(q), len(args), true)
 		if err != nil {
 			if db.retryBadConn(ctx, err, attempt) {
 				continue
@@ -539,7 +558,7 @@ func (db *DB) exec(ctx context.Context, q string, args ...any) (res sql.Result, 
 			return nil, db.d.Translate(err)
 		}
 		start := time.Now()
-		res, err = st.ExecContext(ctx, args...)
+		res, err = st.ExecContext(dctx, args...)
 		db.observeStmt("exec", start)
 		done()
 		if !db.retryBadConn(ctx, err, attempt) {
@@ -628,8 +647,9 @@ func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row
 		_, rs, err := db.send(ctx, q, args, true)
 		return &row{rs: rs, err: err, done: nothing}
 	}
+	dctx := db.driverCtx(ctx)
 	for attempt := 0; ; attempt++ {
-		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
+		st, done, err := db.stmt(dctx, db.sql(q), len(args), write)
 		if err != nil {
 			if db.retryBadConn(ctx, err, attempt) {
 				continue
@@ -637,7 +657,7 @@ func (db *DB) rowOn(ctx context.Context, write bool, q string, args ...any) *row
 			return &row{err: err, done: done}
 		}
 		start := time.Now()
-		r := st.QueryRowContext(ctx, args...)
+		r := st.QueryRowContext(dctx, args...)
 		db.observeStmt("query", start)
 		if db.retryBadConn(ctx, r.Err(), attempt) {
 			done()
@@ -687,8 +707,9 @@ func (db *DB) queryOn(ctx context.Context, write bool, q string, args ...any) (*
 		}
 		return &rows{Rows: rs, done: nothing}, nil
 	}
+	dctx := db.driverCtx(ctx)
 	for attempt := 0; ; attempt++ {
-		st, done, err := db.stmt(ctx, db.sql(q), len(args), write)
+		st, done, err := db.stmt(dctx, db.sql(q), len(args), write)
 		if err != nil {
 			if db.retryBadConn(ctx, err, attempt) {
 				continue
@@ -696,7 +717,7 @@ func (db *DB) queryOn(ctx context.Context, write bool, q string, args ...any) (*
 			return nil, db.d.Translate(err)
 		}
 		start := time.Now()
-		rs, err := st.QueryContext(ctx, args...)
+		rs, err := st.QueryContext(dctx, args...)
 		db.observeStmt("query", start)
 		if err == nil {
 			return &rows{Rows: rs, done: done}, nil

@@ -107,6 +107,7 @@ func (db *DB) commitBatch(jobs []*txJob) {
 		db.preparePending(ctx)
 		return
 	}
+	child.detached = true // (driverCtx)
 	ok := false
 	for i, j := range jobs {
 		if j.err = j.ctx.Err(); j.err != nil {
@@ -172,7 +173,7 @@ func (db *DB) commitAlone(tx *sql.Tx, child *DB, log EventsAhead, j *txJob) {
 // runJob runs one job in a savepoint. Its own failure (error or panic) is
 // recorded in j; the returned error is a failure of the savepoint itself.
 func (db *DB) runJob(j *txJob, name string) (spErr error) {
-	if _, err := db.tx.ExecContext(j.ctx, "SAVEPOINT "+name); err != nil {
+	if _, err := db.tx.ExecContext(context.Background(), "SAVEPOINT "+name); err != nil {
 		j.err = db.d.Translate(err)
 		return nil // nothing of j was written; the others go on
 	}
