@@ -173,12 +173,13 @@ func (db *DB) commitAlone(tx *sql.Tx, child *DB, log EventsAhead, j *txJob) {
 // runJob runs one job in a savepoint. Its own failure (error or panic) is
 // recorded in j; the returned error is a failure of the savepoint itself.
 func (db *DB) runJob(j *txJob, name string) (spErr error) {
-	if _, err := db.tx.ExecContext(context.Background(), "SAVEPOINT "+name); err != nil {
+	ctx := db.driverCtx(j.ctx) // the batch's transaction is detached: never canceled
+	if _, err := db.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
 		j.err = db.d.Translate(err)
 		return nil // nothing of j was written; the others go on
 	}
 	rollback := func() error {
-		if _, err := db.tx.ExecContext(context.Background(), "ROLLBACK TO SAVEPOINT "+name); err != nil {
+		if _, err := db.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); err != nil {
 			return errors.Join(errors.New("sqlstore: cannot undo a failed transaction of the batch"), err)
 		}
 		return nil
@@ -200,7 +201,7 @@ func (db *DB) runJob(j *txJob, name string) (spErr error) {
 	if j.err = j.fn(db); j.err != nil {
 		return undo()
 	}
-	if _, err := db.tx.ExecContext(context.Background(), "RELEASE SAVEPOINT "+name); err != nil {
+	if _, err := db.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); err != nil {
 		j.err = db.d.Translate(err)
 		return undo()
 	}

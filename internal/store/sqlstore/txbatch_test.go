@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,42 @@ func (b *txBatch) queued() int {
 // batch" before the shared transaction's statements ran without their
 // callers' cancellation.
 func TestSharedCommitOutlivesACallerGoneMidStatement(t *testing.T) {
+	rows, goneErr, otherErr := shareCommitWithCallerGone(t, nil)
+	if otherErr != nil {
+		t.Fatalf("the other caller of the commit: %v", otherErr)
+	}
+	// Its statement ran to its end without the caller, and committed; the
+	// outcome says so.
+	if goneErr != nil {
+		t.Fatalf("the caller gone mid-statement: %v", goneErr)
+	}
+	if rows != 2 {
+		t.Fatalf("%d rows, want both callers'", rows)
+	}
+}
+
+// A caller gone mid-statement that then fails has its own savepoint undone,
+// and only that: the savepoint's statements run without its cancellation,
+// or database/sql would refuse the ROLLBACK TO and fail the whole batch.
+func TestSharedCommitUndoesOnlyAGoneCallerThatFails(t *testing.T) {
+	rows, goneErr, otherErr := shareCommitWithCallerGone(t, context.Cause)
+	if otherErr != nil {
+		t.Fatalf("the other caller of the commit: %v", otherErr)
+	}
+	if !errors.Is(goneErr, context.Canceled) {
+		t.Fatalf("the caller gone mid-statement: %v, want its own failure", goneErr)
+	}
+	if rows != 1 {
+		t.Fatalf("%d rows, want the other caller's only", rows)
+	}
+}
+
+// shareCommitWithCallerGone queues two callers for one shared commit; the
+// first's context ends in the middle of its statement, and after the
+// statement it returns then(ctx) when then is set. It reports the rows
+// committed and both callers' outcomes.
+func shareCommitWithCallerGone(t *testing.T, then func(context.Context) error) (rows int, goneErr, otherErr error) {
+	t.Helper()
 	db := openBatched(t)
 	ctx := context.Background()
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -73,31 +110,27 @@ func TestSharedCommitOutlivesACallerGoneMidStatement(t *testing.T) {
 	defer cancel()
 	cancelMidStatement.Store(&cancel)
 	defer cancelMidStatement.Store(nil)
-	insert := func(ctx context.Context, q string) error {
-		return db.Tx(ctx, func(tx store.Store) error { _, err := tx.(*DB).exec(ctx, q); return err })
+	insert := func(ctx context.Context, q string, then func(context.Context) error) error {
+		return db.Tx(ctx, func(tx store.Store) error {
+			if _, err := tx.(*DB).exec(ctx, q); err != nil || then == nil {
+				return err
+			}
+			return then(ctx)
+		})
 	}
-	var goneErr, otherErr error
 	wg.Go(func() {
 		// Its caller goes at the first row; a long statement goes on after.
 		goneErr = insert(gone, `WITH RECURSIVE c(x) AS (SELECT lk_test_cancel() UNION ALL SELECT x + 1 FROM c WHERE x < 20000)
-			INSERT INTO t (name) SELECT 'gone' FROM c WHERE x = 20000`)
+			INSERT INTO t (name) SELECT 'gone' FROM c WHERE x = 20000`, then)
 	})
-	wg.Go(func() { otherErr = insert(ctx, `INSERT INTO t (name) VALUES ('other')`) })
+	wg.Go(func() { otherErr = insert(ctx, `INSERT INTO t (name) VALUES ('other')`, nil) })
 	for db.shared.batch.queued() < 2 {
 		time.Sleep(time.Millisecond) // until both wait for the writer: they share its next commit
 	}
 	close(release)
 	wg.Wait()
-	if otherErr != nil {
-		t.Fatalf("the other caller of the commit: %v", otherErr)
+	if err := db.write.QueryRow(`SELECT count(*) FROM t`).Scan(&rows); err != nil {
+		t.Fatal(err)
 	}
-	// Its statement ran to its end without the caller, and committed; the
-	// outcome says so.
-	if goneErr != nil {
-		t.Fatalf("the caller gone mid-statement: %v", goneErr)
-	}
-	var n int
-	if err := db.write.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 2 {
-		t.Fatalf("%d rows (%v), want both callers'", n, err)
-	}
+	return rows, goneErr, otherErr
 }
