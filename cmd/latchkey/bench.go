@@ -72,7 +72,8 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{errors.New("bench: --profile, --preload and --secret-key-file need the server bench starts (no --target)")}
 	}
 	base, serverPID, debugBase := *target, 0, ""
-	var analyze *sql.DB // PostgreSQL without autovacuum: ANALYZE before each scenario
+	var analyze *sql.DB    // PostgreSQL without autovacuum: ANALYZE before each scenario
+	var dbCPU *postgresCPU // PostgreSQL on this machine: its CPU per request
 	if base == "" {
 		tmp, err := os.MkdirTemp("", "latchkey-bench-")
 		if err != nil {
@@ -157,6 +158,9 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		store := "sqlite"
 		if strings.HasPrefix(db, "postgres") {
 			store = "postgres"
+			if dbCPU, err = localPostgresCPU(ctx, db); err != nil {
+				return err
+			}
 			if analyze, err = autoanalyze(ctx, db); err != nil {
 				return err
 			}
@@ -196,13 +200,20 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		var reqs, errs, ceilReqs int64
 		var lat, reqLat, ceilLat []time.Duration
 		var elapsed, ceilElapsed time.Duration
-		var cpu float64
+		var cpu, databaseCPU float64
 		resetPeakRSS(serverPID)
 		n := benchRounds(*dur)
 		for range n {
 			cpu0 := cpuSeconds(serverPID)
+			var db0 map[int]float64
+			if dbCPU != nil {
+				db0 = dbCPU.snapshot()
+			}
 			rq, e, l, rl, el := bench.Load(ctx, client, *conns, *dur/time.Duration(n), step)
 			cpu += cpuSeconds(serverPID) - cpu0
+			if dbCPU != nil {
+				databaseCPU += dbCPU.since(db0, dbCPU.snapshot())
+			}
 			reqs, errs, lat, reqLat, elapsed = reqs+rq, errs+e, append(lat, l...), append(reqLat, rl...), elapsed+el
 			crq, cl, cel := ceil.load(ctx, *dur/time.Duration(n))
 			ceilReqs, ceilLat, ceilElapsed = ceilReqs+crq, append(ceilLat, cl...), ceilElapsed+cel
@@ -214,12 +225,15 @@ func benchCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 		r := bench.Result{Name: sc.Name, Description: sc.Description, Requests: reqs, Errors: errs, Duration: elapsed,
-			BodyBytes: size, CPUPer1000: math.NaN(), CeilingRPS: float64(ceilReqs) / ceilElapsed.Seconds()}
+			BodyBytes: size, CPUPer1000: math.NaN(), DatabaseCPUPer1000: math.NaN(), CeilingRPS: float64(ceilReqs) / ceilElapsed.Seconds()}
 		r.P50, r.P90, r.P99, r.Max = bench.Percentiles(lat)
 		_, _, r.RequestP99, _ = bench.Percentiles(reqLat)
 		_, _, r.CeilingP99, _ = bench.Percentiles(ceilLat)
 		if serverPID != 0 && reqs > 0 {
 			r.CPUPer1000 = cpu / float64(reqs) * 1000
+		}
+		if dbCPU != nil && reqs > 0 {
+			r.DatabaseCPUPer1000 = databaseCPU / float64(reqs) * 1000
 		}
 		r.PeakRSS = peakRSS(serverPID)
 		results = append(results, r)
@@ -314,18 +328,22 @@ func fetchProfile(ctx context.Context, debugBase, name, dir string, d time.Durat
 
 func printResults(w io.Writer, results []bench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tceiling req/s\tratio\tp50\tp90\tp99\tmax\terrors\tserver CPU s/1k req\tceiling p99\tserver peak RSS\trequest p99\t")
+	// Columns are only ever added at the end: scripts read them by position.
+	fmt.Fprintln(tw, "scenario\treq/s\tceiling req/s\tratio\tp50\tp90\tp99\tmax\terrors\tserver CPU s/1k req\tceiling p99\tserver peak RSS\trequest p99\tdatabase CPU s/1k req\t")
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + "ms" }
-	for _, r := range results {
-		cpu, rss := "n/a", "n/a"
-		if !math.IsNaN(r.CPUPer1000) {
-			cpu = strconv.FormatFloat(r.CPUPer1000, 'f', 3, 64)
+	seconds := func(s float64) string {
+		if math.IsNaN(s) {
+			return "n/a"
 		}
+		return strconv.FormatFloat(s, 'f', 3, 64)
+	}
+	for _, r := range results {
+		cpu, dbCPU, rss := seconds(r.CPUPer1000), seconds(r.DatabaseCPUPer1000), "n/a"
 		if r.PeakRSS > 0 {
 			rss = strconv.FormatFloat(float64(r.PeakRSS)/(1<<20), 'f', 1, 64) + "MiB"
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f%%\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", r.Name, r.RPS(), r.CeilingRPS, r.Ratio()*100,
-			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, cpu, ms(r.CeilingP99), rss, ms(r.RequestP99))
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f%%\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.RPS(), r.CeilingRPS, r.Ratio()*100,
+			ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), r.Errors, cpu, ms(r.CeilingP99), rss, ms(r.RequestP99), dbCPU)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -516,15 +534,11 @@ func cpuSeconds(pid int) float64 {
 	if err != nil {
 		return 0
 	}
-	// Fields after the parenthesised command name; utime and stime are 14 and 15.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(fields) < 13 {
+	_, f, ok := procStat(string(b))
+	if !ok {
 		return 0
 	}
-	u, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (u + st) / 100 // USER_HZ is 100 on Linux
+	return statCPU(f)
 }
 
 func numCPU() int { return runtime.NumCPU() }

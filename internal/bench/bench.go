@@ -17,19 +17,23 @@ import (
 
 // Result is one scenario's figures.
 type Result struct {
-	Name        string
-	Requests    int64
-	Errors      int64
-	Duration    time.Duration
-	P50, P90    time.Duration
-	P99, Max    time.Duration
-	RequestP99  time.Duration // of each request, where a step sends several
-	CPUPer1000  float64       // server CPU seconds per 1,000 requests (NaN when unknown)
-	CeilingRPS  float64       // the bare handler's requests/s under the same load
-	CeilingP99  time.Duration // and its 99th percentile latency
-	BodyBytes   int           // typical answer size (the ceiling answers as much)
-	PeakRSS     int64         // the server's peak resident memory during the scenario, bytes (0 when unknown)
-	Description string
+	Name       string
+	Requests   int64
+	Errors     int64
+	Duration   time.Duration
+	P50, P90   time.Duration
+	P99, Max   time.Duration
+	RequestP99 time.Duration // of each request, where a step sends several
+	CPUPer1000 float64       // server CPU seconds per 1,000 requests (NaN when unknown)
+	// DatabaseCPUPer1000: the CPU seconds of a PostgreSQL server on the
+	// same machine per 1,000 requests (NaN when unknown, and for SQLite,
+	// whose work is the server's).
+	DatabaseCPUPer1000 float64
+	CeilingRPS         float64       // the bare handler's requests/s under the same load
+	CeilingP99         time.Duration // and its 99th percentile latency
+	BodyBytes          int           // typical answer size (the ceiling answers as much)
+	PeakRSS            int64         // the server's peak resident memory during the scenario, bytes (0 when unknown)
+	Description        string
 }
 
 // RPS is requests per second.
