@@ -126,8 +126,8 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 // first statement (latchkey_guard_generations) instead of reading them
 // before: inserts alone are still one statement; a transaction that
 // begins checks them after its BEGIN; a guarded read's statement checks
-// both. Moved generations fail each with store.ErrStale and nothing of it
-// is written.
+// both. Moved generations, the token's or the client's, fail each with
+// store.ErrStale and nothing of it is written.
 func TestOptimisticTransactionsCheckInTheirFirstStatement(t *testing.T) {
 	o := newOptimisticSetup(t)
 	a, b, raw, gens, now, ctx := o.a, o.b, o.raw, o.gens, o.now, context.Background()
@@ -138,11 +138,27 @@ func TestOptimisticTransactionsCheckInTheirFirstStatement(t *testing.T) {
 	grant := func() (store.Grant, store.Token) { return o.grant(store.KindRefresh, "p1") }
 	exists := func(table, key string) bool { return o.exists(t, table, key) }
 	optimistic := func() context.Context { return o.optimistic(t) }
-	move := func() { // another instance revokes a token
-		t.Helper()
-		if err := b.RevokeToken(ctx, o.issue(t, store.KindRefresh, "p1").Hash, now); err != nil {
-			t.Fatal(err)
-		}
+	// Another instance moves one of the generations: it revokes a token, or
+	// it changes a client.
+	clients := 0
+	moves := []struct {
+		name string
+		move func()
+	}{
+		{"a token revoked", func() {
+			t.Helper()
+			if err := b.RevokeToken(ctx, o.issue(t, store.KindRefresh, "p1").Hash, now); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a client created", func() {
+			t.Helper()
+			clients++
+			if err := b.CreateClient(ctx, store.Client{ID: fmt.Sprintf("other%d", clients), Name: "other",
+				GrantTypes: []string{"client_credentials"}}); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 	t0 := o.issue(t, store.KindRefresh, "p1")
 	if _, err := gens.Get(ctx); err != nil {
@@ -197,18 +213,20 @@ func TestOptimisticTransactionsCheckInTheirFirstStatement(t *testing.T) {
 			t.Errorf("%s: Confirm after the transaction: %v after %d statements, want none", tc.name, err, statements.Load()-before)
 		}
 
-		g, _ = grant()
-		req = optimistic()
-		move()
-		if err := a.Tx(req, tc.fn(g)); !errors.Is(err, store.ErrStale) || exists("grants", g.ID) || exists("events", "e-"+g.ID) {
-			t.Errorf("%s with moved generations: %v, grant %v, event %v; want ErrStale and nothing written",
-				tc.name, err, exists("grants", g.ID), exists("events", "e-"+g.ID))
-		}
-		if err := client.Confirm(req); !errors.Is(err, store.ErrStale) {
-			t.Errorf("%s: Confirm after a stale transaction: %v", tc.name, err)
-		}
-		if _, err := gens.Get(client.PerRequest(ctx)); err != nil { // a's generations up to date again
-			t.Fatal(err)
+		for _, m := range moves {
+			g, _ = grant()
+			req = optimistic()
+			m.move()
+			if err := a.Tx(req, tc.fn(g)); !errors.Is(err, store.ErrStale) || exists("grants", g.ID) || exists("events", "e-"+g.ID) {
+				t.Errorf("%s after %s: %v, grant %v, event %v; want ErrStale and nothing written",
+					tc.name, m.name, err, exists("grants", g.ID), exists("events", "e-"+g.ID))
+			}
+			if err := client.Confirm(req); !errors.Is(err, store.ErrStale) {
+				t.Errorf("%s after %s: Confirm after a stale transaction: %v", tc.name, m.name, err)
+			}
+			if _, err := gens.Get(client.PerRequest(ctx)); err != nil { // a's generations up to date again
+				t.Fatal(err)
+			}
 		}
 	}
 	var used int64
