@@ -18,8 +18,9 @@ type postgresCPU struct {
 }
 
 // localPostgresCPU finds the postmaster of the server dsn names, through
-// the PID of the backend that answers; nil when that server does not run
-// on this machine (or /proc is not there to read).
+// the backend that answers: a process of this machine with that PID whose
+// title names the session (its database and the client's port); nil when
+// there is none, as for a server on another machine.
 func localPostgresCPU(ctx context.Context, dsn string) (*postgresCPU, error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -27,7 +28,10 @@ func localPostgresCPU(ctx context.Context, dsn string) (*postgresCPU, error) {
 	}
 	defer db.Close()
 	var backend int
-	if err := db.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+	var database string
+	var port sql.NullInt64 // NULL over a Unix socket
+	if err := db.QueryRowContext(ctx, `SELECT pg_backend_pid(), current_database(), inet_client_port()`).
+		Scan(&backend, &database, &port); err != nil {
 		return nil, fmt.Errorf("bench: PostgreSQL's backend: %w", err)
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))
@@ -36,13 +40,28 @@ func localPostgresCPU(ctx context.Context, dsn string) (*postgresCPU, error) {
 	}
 	name, f, ok := procStat(string(b))
 	if !ok || name != "postgres" {
-		return nil, nil // a PID of this machine, but not the backend
+		return nil, nil // a PID of this machine, but not a backend
+	}
+	title, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", backend))
+	if err != nil || !isSessionTitle(string(title), database, port) {
+		return nil, nil // a local server's backend, but not this session's
 	}
 	ppid, err := strconv.Atoi(f[1])
 	if err != nil {
 		return nil, nil
 	}
 	return &postgresCPU{postmaster: ppid}, nil
+}
+
+// isSessionTitle tells whether a backend's process title ("postgres:
+// 15/main: user database 127.0.0.1(54321) idle") names a session on
+// database from the client's port, or over a Unix socket ("[local]").
+func isSessionTitle(title, database string, port sql.NullInt64) bool {
+	client := "[local]"
+	if port.Valid {
+		client = "(" + strconv.FormatInt(port.Int64, 10) + ")"
+	}
+	return strings.Contains(title, " "+database+" ") && strings.Contains(title, client)
 }
 
 // snapshot is the CPU seconds of each of the server's processes by PID.

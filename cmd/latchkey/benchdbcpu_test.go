@@ -60,6 +60,27 @@ func TestPostgresCPUSince(t *testing.T) {
 	}
 }
 
+func TestIsSessionTitle(t *testing.T) {
+	port := sql.NullInt64{Int64: 54321, Valid: true}
+	for _, tc := range []struct {
+		title, database string
+		port            sql.NullInt64
+		want            bool
+	}{
+		{"postgres: 15/main: postgres lk_ab 127.0.0.1(54321) idle", "lk_ab", port, true},
+		{"postgres: 15/main: postgres lk_ab [local] SELECT", "lk_ab", sql.NullInt64{}, true},
+		{"postgres: 15/main: postgres lk_ab 127.0.0.1(54322) idle", "lk_ab", port, false},            // another session
+		{"postgres: 15/main: postgres lk_abc 127.0.0.1(54321) idle", "lk_ab", port, false},           // another database
+		{"postgres: 15/main: postgres lk_ab 127.0.0.1(54321) idle", "lk_ab", sql.NullInt64{}, false}, // not over a socket
+		{"postgres: 15/main: checkpointer ", "lk_ab", port, false},
+		{"", "lk_ab", port, false},
+	} {
+		if got := isSessionTitle(tc.title, tc.database, tc.port); got != tc.want {
+			t.Errorf("isSessionTitle(%q, %q, %v) = %v, want %v", tc.title, tc.database, tc.port, got, tc.want)
+		}
+	}
+}
+
 func TestProcStat(t *testing.T) {
 	tail := " S 1 2 3 4 5 6 7 8 9 10 250 50 0 0"
 	for _, tc := range []struct {
