@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -25,6 +26,7 @@ type txBatch struct {
 	mu      sync.Mutex
 	queue   []*txJob
 	running bool
+	yield   func() // nil: runtime.Gosched (tests set their own)
 }
 
 type txJob struct {
@@ -56,9 +58,26 @@ func (b *txBatch) run(ctx context.Context, db *DB, own bool, fn func(store.Store
 }
 
 // loop commits batches until the queue is empty, then ends.
+//
+// Before a commit for a lone caller it yields the processor once: under
+// load the goroutines ready to run include requests about to queue, and
+// they join the commit instead of each paying for one of their own. When
+// nothing else is ready to run, the yield returns at once.
 func (b *txBatch) loop(db *DB) {
+	yield := b.yield
+	if yield == nil {
+		yield = runtime.Gosched
+	}
+	yielded := false
 	for {
 		b.mu.Lock()
+		if len(b.queue) == 1 && !yielded {
+			b.mu.Unlock()
+			yielded = true
+			yield()
+			continue
+		}
+		yielded = false
 		n := min(len(b.queue), maxBatch)
 		for i, j := range b.queue[:n] {
 			if j.own {

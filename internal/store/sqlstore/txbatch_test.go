@@ -134,3 +134,71 @@ func shareCommitWithCallerGone(t *testing.T, then func(context.Context) error) (
 	}
 	return rows, goneErr, otherErr
 }
+
+// A lone caller's commit waits for one yield of the processor, and a
+// caller that queues meanwhile shares it: one transaction for both.
+func TestALoneCallerSharesItsCommitWithOneQueuedAtItsYield(t *testing.T) {
+	db := openBatched(t)
+	ctx := context.Background()
+	txOf := func(txs *[]*sql.Tx, mu *sync.Mutex) func(store.Store) error {
+		return func(tx store.Store) error {
+			mu.Lock()
+			defer mu.Unlock()
+			*txs = append(*txs, tx.(*DB).tx)
+			return nil
+		}
+	}
+	var mu sync.Mutex
+	var txs []*sql.Tx
+	var wg sync.WaitGroup
+	yields := 0
+	db.shared.batch.yield = func() {
+		yields++
+		if yields > 1 {
+			return
+		}
+		wg.Go(func() {
+			if err := db.Tx(ctx, txOf(&txs, &mu)); err != nil {
+				t.Error(err)
+			}
+		})
+		for db.shared.batch.queued() < 2 {
+			time.Sleep(time.Millisecond) // until the second caller waits for the writer
+		}
+	}
+	if err := db.Tx(ctx, txOf(&txs, &mu)); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if len(txs) != 2 || txs[0] != txs[1] {
+		t.Fatalf("transactions %v, want one shared by both callers", txs)
+	}
+	if yields != 1 {
+		t.Fatalf("%d yields, want one: two callers commit without one", yields)
+	}
+}
+
+// A lone caller with nobody to share its commit yields once, then commits.
+func TestALoneCallerCommitsAfterOneYield(t *testing.T) {
+	db := openBatched(t)
+	yields := 0
+	db.shared.batch.yield = func() { yields++ }
+	for range 3 {
+		if err := db.Tx(context.Background(), func(tx store.Store) error {
+			_, err := tx.(*DB).exec(context.Background(), `INSERT INTO t (name) VALUES ('alone')`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if yields != 3 {
+		t.Fatalf("%d yields for three lone callers one after another, want one each", yields)
+	}
+	var rows int
+	if err := db.write.QueryRow(`SELECT count(*) FROM t`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 3 {
+		t.Fatalf("%d rows, want 3", rows)
+	}
+}
