@@ -4,9 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
+	"slices"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/latchkey/latchkey/internal/store/sqlstore"
@@ -111,34 +115,78 @@ func (p *pipe) Query(ctx context.Context, stmts []sqlstore.Stmt) (sqlstore.Rows,
 	return rs, failed, err
 }
 
-// run sends stmts as one batch. A first round trip (its BEGIN first, or a
-// lone statement) that failed before anything ran, on a connection that
-// was closing, runs again on another. With each, each statement's count
-// of rows goes to its place in it.
+// run sends stmts as one batch. With each, each statement's count of
+// rows goes to its place in it.
 func (p *pipe) run(ctx context.Context, stmts []sqlstore.Stmt, query bool, each []int64) (n int64, rs sqlstore.Rows, failed int, err error) {
+	err = p.firstTrip(ctx, func() (bool, error) {
+		var err error
+		n, rs, failed, err = p.send(ctx, stmts, query, each)
+		return failed != 0, err
+	})
+	return n, rs, failed, err
+}
+
+// firstTrip runs trip, which tells whether a statement ran before it
+// failed. A first round trip (its BEGIN first, or a lone statement) that
+// failed before anything ran, on a connection that was closing, runs again
+// on another.
+func (p *pipe) firstTrip(ctx context.Context, trip func() (ran bool, err error)) error {
 	for try := 0; ; try++ {
 		fresh := p.conn == nil
 		if fresh {
 			if err := p.connect(ctx); err != nil {
-				return 0, nil, 0, err
+				return err
 			}
 		}
-		n, rs, failed, err = p.send(ctx, stmts, query, each)
-		if err == nil || !fresh || failed != 0 || !pgconn.SafeToRetry(err) || try+1 >= maxFirstTries || ctx.Err() != nil {
-			return n, rs, failed, err
+		ran, err := trip()
+		if err == nil || !fresh || ran || !pgconn.SafeToRetry(err) || try+1 >= maxFirstTries || ctx.Err() != nil {
+			return err
 		}
 		p.drop()
 	}
 }
 
-func (p *pipe) send(ctx context.Context, stmts []sqlstore.Stmt, query bool, each []int64) (int64, sqlstore.Rows, int, error) {
+func (p *pipe) QueryEach(ctx context.Context, stmts []sqlstore.Stmt) (out []sqlstore.Rows, err error) {
+	err = p.firstTrip(ctx, func() (bool, error) {
+		var err error
+		out, err = p.sendEach(ctx, stmts)
+		return false, err
+	})
+	return out, err
+}
+
+// sendEach sends stmts as one batch and reads each one's rows in full.
+func (p *pipe) sendEach(ctx context.Context, stmts []sqlstore.Stmt) ([]sqlstore.Rows, error) {
+	br := p.conn.SendBatch(ctx, p.queue(stmts))
+	out := make([]sqlstore.Rows, len(stmts))
+	for i := range stmts {
+		rows, err := br.Query()
+		if err == nil {
+			out[i], err = readRows(rows)
+		} else {
+			rows.Close()
+		}
+		if err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	return out, br.Close()
+}
+
+// queue makes p's batch of stmts.
+func (p *pipe) queue(stmts []sqlstore.Stmt) *pgx.Batch {
 	b := &p.batch
 	clear(b.QueuedQueries)
 	b.QueuedQueries = b.QueuedQueries[:0]
 	for _, s := range stmts {
 		b.Queue(s.SQL, s.Args...)
 	}
-	br := p.conn.SendBatch(ctx, b)
+	return b
+}
+
+func (p *pipe) send(ctx context.Context, stmts []sqlstore.Stmt, query bool, each []int64) (int64, sqlstore.Rows, int, error) {
+	br := p.conn.SendBatch(ctx, p.queue(stmts))
 	last := len(stmts) - 1
 	for i := range last {
 		tag, err := br.Exec()
@@ -192,11 +240,63 @@ func (r *batchRows) Close() error {
 	return err
 }
 
-func (r *batchRows) Columns() ([]string, error) {
-	fds := r.FieldDescriptions()
+func (r *batchRows) Columns() ([]string, error) { return fieldNames(r.FieldDescriptions()), nil }
+
+// heldRows are rows read in full (QueryEach): their values are copies,
+// decoded at Scan with a type map of their own, since the connection and
+// its map serve others once the rows are read.
+type heldRows struct {
+	fields []pgconn.FieldDescription
+	values [][][]byte
+	next   int
+}
+
+func readRows(rows pgx.Rows) (*heldRows, error) {
+	h := &heldRows{fields: slices.Clone(rows.FieldDescriptions())}
+	for rows.Next() {
+		raw := rows.RawValues()
+		vals := make([][]byte, len(raw))
+		for i, v := range raw {
+			if v != nil {
+				vals[i] = slices.Clone(v) // pgx reuses its read buffer
+			}
+		}
+		h.values = append(h.values, vals)
+	}
+	rows.Close()
+	return h, rows.Err()
+}
+
+// typeMaps: a pgtype.Map caches its scan plans and is not for concurrent
+// use; a pool keeps them warm.
+var typeMaps = sync.Pool{New: func() any { return pgtype.NewMap() }}
+
+func (h *heldRows) Next() bool {
+	if h.next >= len(h.values) {
+		return false
+	}
+	h.next++
+	return true
+}
+
+func (h *heldRows) Scan(dest ...any) error {
+	if h.next == 0 || h.next > len(h.values) {
+		return errors.New("postgres: Scan without a row")
+	}
+	m := typeMaps.Get().(*pgtype.Map)
+	defer typeMaps.Put(m)
+	return pgx.ScanRow(m, h.fields, h.values[h.next-1], dest...)
+}
+
+func (h *heldRows) Err() error   { return nil }
+func (h *heldRows) Close() error { return nil }
+
+func (h *heldRows) Columns() ([]string, error) { return fieldNames(h.fields), nil }
+
+func fieldNames(fds []pgconn.FieldDescription) []string {
 	out := make([]string, len(fds))
 	for i, fd := range fds {
 		out[i] = fd.Name
 	}
-	return out, nil
+	return out
 }

@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
 )
 
 // turnCounter is a TCP proxy in front of PostgreSQL that counts client
@@ -310,5 +313,112 @@ func TestTransactionFailuresWriteNothing(t *testing.T) {
 	}
 	if len(es) != 20 {
 		t.Errorf("%d events stored, want the 20 of the transactions that committed", len(es))
+	}
+}
+
+// QueryEach reads each statement's rows in full and decodes them as a read
+// on the pool would; a statement's server error reaches the caller, and
+// the connection is idle again after it.
+func TestQueryEachReadsEveryStatementsRows(t *testing.T) {
+	raw := openRaw(t, pgtest.NewDatabase(t))
+	ctx := context.Background()
+	p, err := openPipe(raw)(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	rows, err := p.QueryEach(ctx, []sqlstore.Stmt{
+		{SQL: "SELECT $1::text, $2::bigint, $3::bytea, NULL::text, true", Args: []any{"ab", int64(-7), []byte{0, 1, 255}}},
+		{SQL: "SELECT g FROM generate_series(1, 3) g"},
+		{SQL: "SELECT 1 WHERE false"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		s    string
+		n    int64
+		b    []byte
+		null sql.NullString
+		yes  bool
+	)
+	if !rows[0].Next() {
+		t.Fatal("the first statement's row is missing")
+	}
+	if err := rows[0].Scan(&s, &n, &b, &null, &yes); err != nil {
+		t.Fatal(err)
+	}
+	if s != "ab" || n != -7 || !bytes.Equal(b, []byte{0, 1, 255}) || null.Valid || !yes {
+		t.Errorf("the first row: %q %d %v %v %v", s, n, b, null, yes)
+	}
+	var series []int64
+	for rows[1].Next() {
+		if err := rows[1].Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		series = append(series, n)
+	}
+	if fmt.Sprint(series) != "[1 2 3]" {
+		t.Errorf("the second statement's rows: %v", series)
+	}
+	if rows[2].Next() {
+		t.Error("a statement without rows gave one")
+	}
+
+	_, err = p.QueryEach(ctx, []sqlstore.Stmt{{SQL: "SELECT 1"}, {SQL: "SELECT 1 / 0"}, {SQL: "SELECT 2"}})
+	var se interface{ SQLState() string }
+	if !errors.As(err, &se) || se.SQLState() != "22012" {
+		t.Fatalf("a round trip with a division by zero: %v", err)
+	}
+	rows, err = p.QueryEach(ctx, []sqlstore.Stmt{{SQL: "SELECT 3"}})
+	if err != nil || !rows[0].Next() || rows[0].Scan(&n) != nil || n != 3 {
+		t.Fatalf("the connection after a failed round trip: %v", err)
+	}
+}
+
+// Concurrent guarded reads share round trips (sqlstore's sharedReads), and
+// each still gets its own token, grant and person, and commits what it
+// decided on.
+func TestConcurrentGuardedReadsEachGetTheirOwnRows(t *testing.T) {
+	s, _ := guardedStore(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	const n = 48
+	for i := range n {
+		id := fmt.Sprintf("g%d", i)
+		if err := s.CreateGrant(ctx, store.Grant{ID: id, ClientID: "c1", Subject: "p1", Scopes: []string{id},
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateToken(ctx, store.Token{Hash: []byte("r-" + id), Kind: store.KindRefresh, GrantID: id,
+			ClientID: "c1", Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			id := fmt.Sprintf("g%d", i)
+			err := s.Tx(ctx, func(tx store.Store) error {
+				tok, g, p, err := tx.GetTokenGrantGuardPerson(ctx, []byte("r-"+id))
+				if err != nil {
+					return err
+				}
+				if string(tok.Hash) != "r-"+id || g.ID != id || fmt.Sprint(g.Scopes) != "["+id+"]" || p.ID != "p1" {
+					return fmt.Errorf("read %q, grant %s %v, person %s", tok.Hash, g.ID, g.Scopes, p.ID)
+				}
+				return refreshWrites(ctx, tx, id, "a-"+id)
+			})
+			if err != nil {
+				t.Errorf("refresh of %s: %v", id, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		id := fmt.Sprintf("g%d", i)
+		if tok, err := s.GetToken(ctx, []byte("a-"+id)); err != nil || tok.GrantID != id {
+			t.Errorf("the access token of %s: %+v, %v", id, tok, err)
+		}
 	}
 }

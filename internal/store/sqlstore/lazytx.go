@@ -40,6 +40,9 @@ type Pipe interface {
 	ExecEach(ctx context.Context, stmts []Stmt, affected []int64) (failed int, err error)
 	// Query is Exec for a last statement that returns rows.
 	Query(ctx context.Context, stmts []Stmt) (rows Rows, failed int, err error)
+	// QueryEach runs stmts in order in one round trip and returns each
+	// one's rows, read in full: the connection is free when it returns.
+	QueryEach(ctx context.Context, stmts []Stmt) ([]Rows, error)
 	// Release gives the connection back; one still inside a transaction is
 	// closed instead.
 	Release()

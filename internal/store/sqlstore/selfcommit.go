@@ -22,6 +22,10 @@ import (
 // again one by one, each to its own outcome. An error that is not the
 // server's (the connection lost) leaves a commit unknown, as it does for a
 // lone statement, and every caller of the group gets it.
+//
+// Plain reads share round trips the same way, in a selfCommits of their
+// own (shared.sharedReads, queryRowShared): a group of reads is never
+// mixed with writes, whose implicit transaction it would read from.
 type selfCommits struct {
 	mu      sync.Mutex
 	queue   []*selfCommit
@@ -32,11 +36,13 @@ type selfCommits struct {
 }
 
 type selfCommit struct {
-	ctx  context.Context
-	stmt Stmt
-	n    int64 // the rows the statement affected
-	err  error
-	done chan struct{}
+	ctx   context.Context
+	stmt  Stmt
+	query bool  // a plain read (sharedReads): its rows go to rows
+	n     int64 // the rows the statement affected
+	rows  Rows
+	err   error
+	done  chan struct{}
 }
 
 // The limits of a selfCommits whose own are unset.
@@ -70,8 +76,22 @@ func (g *selfCommits) limits() (runners, group int, stall time.Duration) {
 
 // run commits s, alone or in a group, and returns the rows it affected.
 func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) (int64, error) {
-	maxRunners, maxGroup, stallAfter := g.limits()
 	j := &selfCommit{ctx: ctx, stmt: s}
+	g.submit(db, j)
+	return j.n, j.err
+}
+
+// query runs the plain read s, alone or in a group of reads (each
+// selfCommits holds one kind), and returns its rows.
+func (g *selfCommits) query(ctx context.Context, db *DB, s Stmt) (Rows, error) {
+	j := &selfCommit{ctx: ctx, stmt: s, query: true}
+	g.submit(db, j)
+	return j.rows, j.err
+}
+
+// submit runs j, alone or in a group, and returns once j has its outcome.
+func (g *selfCommits) submit(db *DB, j *selfCommit) {
+	maxRunners, maxGroup, stallAfter := g.limits()
 	g.mu.Lock()
 	if g.running < maxRunners {
 		// With a runner free the queue is empty: a runner takes what
@@ -79,7 +99,7 @@ func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) (int64, error) {
 		g.running++
 		g.mu.Unlock()
 		g.runFirst(db, []*selfCommit{j})
-		return j.n, j.err
+		return
 	}
 	j.done = make(chan struct{})
 	g.queue = append(g.queue, j)
@@ -88,7 +108,7 @@ func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) (int64, error) {
 	defer t.Stop()
 	select {
 	case <-j.done: // not ctx.Done(): the caller must learn whether its writes committed
-		return j.n, j.err
+		return
 	case <-t.C:
 	}
 	// The groups on their way are stalled (behind a lock, a slow server):
@@ -98,7 +118,7 @@ func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) (int64, error) {
 	if i < 0 {
 		g.mu.Unlock()
 		<-j.done
-		return j.n, j.err
+		return
 	}
 	jobs := []*selfCommit{j}
 	g.queue = slices.Delete(g.queue, i, i+1)
@@ -108,7 +128,6 @@ func (g *selfCommits) run(ctx context.Context, db *DB, s Stmt) (int64, error) {
 	g.running++
 	g.mu.Unlock()
 	g.runFirst(db, jobs)
-	return j.n, j.err
 }
 
 // runFirst commits the group of the caller that runs it, then leaves what
@@ -127,7 +146,11 @@ func (g *selfCommits) loop(db *DB, jobs []*selfCommit) {
 }
 
 func (g *selfCommits) commit(db *DB, jobs []*selfCommit) {
-	db.commitGroup(jobs)
+	if jobs[0].query {
+		db.readGroup(jobs)
+	} else {
+		db.commitGroup(jobs)
+	}
 	for _, j := range jobs {
 		if j.done != nil {
 			close(j.done)
@@ -158,24 +181,9 @@ func (g *selfCommits) next() []*selfCommit {
 // commitGroup runs jobs' statements as one transaction and sets each
 // job's outcome.
 func (db *DB) commitGroup(jobs []*selfCommit) {
-	live := jobs[:0:0]
-	for _, j := range jobs {
-		if j.err = j.ctx.Err(); j.err == nil {
-			live = append(live, j)
-		}
-	}
-	if len(live) == 0 {
+	ctx, jobs, stmts := liveGroup(jobs)
+	if len(jobs) == 0 {
 		return
-	}
-	jobs = live
-	ctx := jobs[0].ctx
-	if len(jobs) > 1 {
-		// The group's round trip is every caller's: none cancels it.
-		ctx = context.WithoutCancel(ctx)
-	}
-	stmts := make([]Stmt, len(jobs))
-	for i, j := range jobs {
-		stmts[i] = j.stmt
 	}
 	n := make([]int64, len(jobs))
 	err := db.pipeExec(ctx, stmts, n)
@@ -192,6 +200,71 @@ func (db *DB) commitGroup(jobs []*selfCommit) {
 	for i, j := range jobs {
 		j.n, j.err = n[i], err
 	}
+}
+
+// liveGroup is jobs without those whose caller is gone (their error set),
+// their statements, and the context of the group's round trip.
+func liveGroup(jobs []*selfCommit) (context.Context, []*selfCommit, []Stmt) {
+	live := jobs[:0:0]
+	for _, j := range jobs {
+		if j.err = j.ctx.Err(); j.err == nil {
+			live = append(live, j)
+		}
+	}
+	if len(live) == 0 {
+		return nil, nil, nil
+	}
+	ctx := live[0].ctx
+	if len(live) > 1 {
+		// The group's round trip is every caller's: none cancels it.
+		ctx = context.WithoutCancel(ctx)
+	}
+	stmts := make([]Stmt, len(live))
+	for i, j := range live {
+		stmts[i] = j.stmt
+	}
+	return ctx, live, stmts
+}
+
+// readGroup runs jobs' plain reads in one round trip and sets each job's
+// rows. The reads run as one implicit transaction, each with a snapshot of
+// its own (READ COMMITTED), as it would alone. A read's server error ends
+// that transaction for the reads after it, so the group's reads then run
+// again one by one, each to its own outcome.
+func (db *DB) readGroup(jobs []*selfCommit) {
+	ctx, jobs, stmts := liveGroup(jobs)
+	if len(jobs) == 0 {
+		return
+	}
+	rows, err := db.pipeQuery(ctx, stmts)
+	if err != nil && len(jobs) > 1 && serverError(err) {
+		for i, j := range jobs {
+			rs, err := db.pipeQuery(ctx, stmts[i:i+1])
+			if j.err = db.d.Translate(err); err == nil {
+				j.rows = rs[0]
+			}
+		}
+		return
+	}
+	err = db.d.Translate(err)
+	for i, j := range jobs {
+		if j.err = err; err == nil {
+			j.rows = rows[i]
+		}
+	}
+}
+
+// pipeQuery is pipeExec for reads: each statement's rows, read in full.
+func (db *DB) pipeQuery(ctx context.Context, stmts []Stmt) ([]Rows, error) {
+	p, err := db.d.Pipe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Release()
+	start := time.Now()
+	rows, err := p.QueryEach(ctx, stmts)
+	db.observeStmt("query", start)
+	return rows, err
 }
 
 // pipeExec runs stmts in one round trip on a connection of its own,
@@ -221,6 +294,19 @@ func (db *DB) execShared(ctx context.Context, q string, args ...any) (int64, err
 		return affected(res)
 	}
 	return db.shared.selfCommits.run(ctx, db, Stmt{SQL: db.sql(q), Args: args})
+}
+
+// queryRowShared is queryRow for a plain read that runs outside a
+// transaction (none, or a lazy one that has sent nothing). On a dialect
+// with a Pipe, concurrent ones share a round trip (sharedReads): one write
+// and one wake of the server for the group. It is for one-row reads by key
+// on a request's path.
+func (db *DB) queryRowShared(ctx context.Context, q string, args ...any) *row {
+	if db.d.Pipe == nil || db.tx != nil || db.onPipe(q, false) {
+		return db.queryRow(ctx, q, args...)
+	}
+	rs, err := db.shared.sharedReads.query(ctx, db, Stmt{SQL: db.sql(q), Args: args})
+	return &row{rs: rs, err: err, done: nothing}
 }
 
 // serverError: the server answered err (it has a SQLSTATE), so the

@@ -70,6 +70,48 @@ func (p fakePipe) ExecEach(ctx context.Context, stmts []Stmt, affected []int64) 
 func (fakePipe) Query(context.Context, []Stmt) (Rows, int, error) { panic("not used") }
 func (fakePipe) Release()                                         {}
 
+// QueryEach answers each statement with one row: its own text. It fails,
+// waits and records round trips as ExecEach does, and commits nothing.
+func (p fakePipe) QueryEach(ctx context.Context, stmts []Stmt) ([]Rows, error) {
+	var sqls []string
+	for _, st := range stmts {
+		sqls = append(sqls, st.SQL)
+	}
+	p.s.mu.Lock()
+	p.s.trips = append(p.s.trips, sqls)
+	p.s.mu.Unlock()
+	out := make([]Rows, len(sqls))
+	for i, q := range sqls {
+		switch q {
+		case "bad":
+			return nil, fmt.Errorf("statement %d: %w", i, sqlStateError{})
+		case "lost":
+			return nil, errLost
+		case "wait":
+			p.s.waiting <- struct{}{}
+			<-p.s.release
+		}
+		out[i] = &textRow{text: q}
+	}
+	return out, nil
+}
+
+// textRow is one row of one text column.
+type textRow struct {
+	text string
+	read bool
+}
+
+func (r *textRow) Next() bool {
+	next := !r.read
+	r.read = true
+	return next
+}
+func (r *textRow) Scan(dest ...any) error     { *dest[0].(*string) = r.text; return nil }
+func (r *textRow) Err() error                 { return nil }
+func (r *textRow) Close() error               { return nil }
+func (r *textRow) Columns() ([]string, error) { return []string{"text"}, nil }
+
 // runErr is g.run for a caller that needs no count of rows.
 func runErr(ctx context.Context, g *selfCommits, db *DB, q string) error {
 	_, err := g.run(ctx, db, Stmt{SQL: q})
@@ -287,5 +329,69 @@ func TestSelfCommitsStalledRunnersLeaveNoneBehind(t *testing.T) {
 	}
 	if c := strings.Join(s.committed, ","); len(c) != len("a,b,c,d,wait") || !strings.HasSuffix(c, "wait") {
 		t.Errorf("committed %s, want a, b, c and d before the held group", c)
+	}
+}
+
+// TestSharedReadsShareRoundTripsAndKeepOutcomes: reads that arrive while
+// the runners are busy go in one round trip, and each caller gets its own
+// row; a read's server error runs the group's reads again one by one, so
+// only that caller gets it.
+func TestSharedReadsShareRoundTripsAndKeepOutcomes(t *testing.T) {
+	s := newHeldServer()
+	db := newFakeDB(s)
+	g := &db.shared.sharedReads
+	g.maxRunners, g.maxGroup, g.stallAfter = 1, 16, time.Hour
+	ctx := context.Background()
+	read := func(q string) (string, error) {
+		rs, err := g.query(ctx, db, Stmt{SQL: q})
+		if err != nil {
+			return "", err
+		}
+		var got string
+		err = scanOne(rs, []any{&got})
+		return got, err
+	}
+	first := make(chan error, 1)
+	go func() { _, err := read("wait"); first <- err }()
+	<-s.waiting // the only runner is busy: what comes now queues
+	names := []string{"a", "bad", "b"}
+	got := make([]string, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, q := range names {
+		wg.Go(func() { got[i], errs[i] = read(q) })
+		for {
+			g.mu.Lock()
+			n := len(g.queue)
+			g.mu.Unlock()
+			if n == i+1 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(s.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, q := range names {
+		if q == "bad" {
+			if !errors.As(errs[i], new(sqlStateError)) {
+				t.Errorf("the bad read: %q, %v; want its server error", got[i], errs[i])
+			}
+		} else if errs[i] != nil || got[i] != q {
+			t.Errorf("read %q: %q, %v", q, got[i], errs[i])
+		}
+	}
+	var trips []string
+	for _, trip := range s.trips {
+		trips = append(trips, strings.Join(trip, ","))
+	}
+	if want := "wait|a,bad,b|a|bad|b"; strings.Join(trips, "|") != want {
+		t.Errorf("round trips %s, want %s", strings.Join(trips, "|"), want)
+	}
+	if len(s.committed) != 0 {
+		t.Errorf("reads committed %v", s.committed)
 	}
 }

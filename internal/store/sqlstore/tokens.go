@@ -223,7 +223,8 @@ var tokenGrantPersonVersions = strings.Replace(tokenGrantPersonQuery, "SELECT ",
 
 // GetTokenGrantGuardPerson is GetTokenGrantSharePerson for a transaction
 // that issues from what it reads (a refresh). In a lazy transaction with
-// nothing sent yet it reads without a lock, so that its writes can be one
+// nothing sent yet it reads without a lock, in a round trip it shares with
+// concurrent ones (queryRowShared), so that its writes can be one
 // statement sharing a commit; that statement commits only if the person's,
 // the token's and the grant's rows are still the versions read, the
 // person's under a share lock at the commit (latchkey_guard_issue), and
@@ -236,7 +237,7 @@ func (db *DB) GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (store.
 		return db.GetTokenGrantSharePerson(ctx, hash)
 	}
 	var pv, tv, gv string
-	t, g, p, err := db.scanTokenGrantPerson(db.queryRow(ctx, tokenGrantPersonVersions, hash), &pv, &tv, &gv)
+	t, g, p, err := db.scanTokenGrantPerson(db.queryRowShared(ctx, tokenGrantPersonVersions, hash), &pv, &tv, &gv)
 	if err != nil {
 		return t, g, p, err
 	}
