@@ -415,7 +415,8 @@ var (
 // person's erasure, which locks the person and then deletes the codes.
 //
 // In a lazy transaction with nothing sent yet it reads both without a
-// lock and holds the use (codeUse), so that the transaction's writes are
+// lock, in a round trip it shares with concurrent reads (queryRowShared),
+// and holds the use (codeUse), so that the transaction's writes are
 // one statement sharing a commit. That statement begins with the use and
 // commits only if the use updated the code — no other exchange used it
 // since the read — and the person's row is still the version read, under
@@ -431,7 +432,7 @@ func (db *DB) UseAuthCodeGuardPerson(ctx context.Context, hash []byte, now time.
 	q, read, dest := codePersonQuery, db.queryRowWrite, append(cf.dest(), pf.dest()...)
 	switch {
 	case guarded:
-		q, read, dest = codePersonVersion, db.queryRow, append([]any{&version}, dest...)
+		q, read, dest = codePersonVersion, db.queryRowShared, append([]any{&version}, dest...)
 	case db.d.ForShare != "":
 		q += db.d.ForShare + ` OF persons`
 	}
