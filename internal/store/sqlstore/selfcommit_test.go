@@ -40,23 +40,9 @@ func (p fakePipe) Exec(ctx context.Context, stmts []Stmt) (int64, int, error) {
 // ExecEach tells each statement's position in its round trip, plus one,
 // as its count of rows.
 func (p fakePipe) ExecEach(ctx context.Context, stmts []Stmt, affected []int64) (int, error) {
-	var sqls []string
-	for _, st := range stmts {
-		sqls = append(sqls, st.SQL)
-	}
-	p.s.mu.Lock()
-	p.s.trips = append(p.s.trips, sqls)
-	p.s.mu.Unlock()
-	for i, q := range sqls {
-		switch q {
-		case "bad":
-			return i, fmt.Errorf("statement %d: %w", i, sqlStateError{})
-		case "lost":
-			return i, errLost
-		case "wait":
-			p.s.waiting <- struct{}{}
-			<-p.s.release
-		}
+	sqls, failed, err := p.trip(stmts)
+	if err != nil {
+		return failed, err
 	}
 	p.s.mu.Lock()
 	p.s.committed = append(p.s.committed, sqls...)
@@ -67,30 +53,41 @@ func (p fakePipe) ExecEach(ctx context.Context, stmts []Stmt, affected []int64) 
 	return 0, nil
 }
 
-func (fakePipe) Query(context.Context, []Stmt) (Rows, int, error) { panic("not used") }
-func (fakePipe) Release()                                         {}
-
-// QueryEach answers each statement with one row: its own text. It fails,
-// waits and records round trips as ExecEach does, and commits nothing.
-func (p fakePipe) QueryEach(ctx context.Context, stmts []Stmt) ([]Rows, error) {
-	var sqls []string
+// trip records stmts as a round trip and plays it: "bad" and "lost" fail
+// it at their place, "wait" holds it until release.
+func (p fakePipe) trip(stmts []Stmt) (sqls []string, failed int, err error) {
 	for _, st := range stmts {
 		sqls = append(sqls, st.SQL)
 	}
 	p.s.mu.Lock()
 	p.s.trips = append(p.s.trips, sqls)
 	p.s.mu.Unlock()
-	out := make([]Rows, len(sqls))
 	for i, q := range sqls {
 		switch q {
 		case "bad":
-			return nil, fmt.Errorf("statement %d: %w", i, sqlStateError{})
+			return sqls, i, fmt.Errorf("statement %d: %w", i, sqlStateError{})
 		case "lost":
-			return nil, errLost
+			return sqls, i, errLost
 		case "wait":
 			p.s.waiting <- struct{}{}
 			<-p.s.release
 		}
+	}
+	return sqls, 0, nil
+}
+
+func (fakePipe) Query(context.Context, []Stmt) (Rows, int, error) { panic("not used") }
+func (fakePipe) Release()                                         {}
+
+// QueryEach answers each statement with one row: its own text. Its round
+// trip plays as ExecEach's does, and commits nothing.
+func (p fakePipe) QueryEach(ctx context.Context, stmts []Stmt) ([]Rows, error) {
+	sqls, _, err := p.trip(stmts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Rows, len(sqls))
+	for i, q := range sqls {
 		out[i] = &textRow{text: q}
 	}
 	return out, nil
@@ -133,6 +130,33 @@ func newHeldServer() *fakeServer {
 	return &fakeServer{waiting: make(chan struct{}), release: make(chan struct{})}
 }
 
+// waitQueued waits until n statements wait in g's queue.
+func waitQueued(t *testing.T, g *selfCommits, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		g.mu.Lock()
+		l := len(g.queue)
+		g.mu.Unlock()
+		if l == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d statements queued, want %d", l, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// oneRunner is a fake DB whose server holds "wait", and the selfCommits
+// of it that pick names, with one runner, groups of 16 and no stall.
+func oneRunner(pick func(*DB) *selfCommits) (*fakeServer, *DB, *selfCommits) {
+	s := newHeldServer()
+	db := newFakeDB(s)
+	g := pick(db)
+	g.maxRunners, g.maxGroup, g.stallAfter = 1, 16, time.Hour
+	return s, db, g
+}
+
 func newFakeDB(s *fakeServer) *DB {
 	d := &Dialect{Name: "fake", Translate: func(err error) error { return err },
 		Pipe: func(context.Context) (Pipe, error) { return fakePipe{s}, nil }}
@@ -144,28 +168,11 @@ func newFakeDB(s *fakeServer) *DB {
 // its statements again one by one, so each caller gets its own outcome;
 // an unknown outcome reaches every caller of the group.
 func TestSelfCommitsShareAndKeepOutcomes(t *testing.T) {
-	s := newHeldServer()
-	db := newFakeDB(s)
-	g := &db.shared.selfCommits
-	g.maxRunners, g.maxGroup, g.stallAfter = 1, 16, time.Hour
+	s, db, g := oneRunner(func(db *DB) *selfCommits { return &db.shared.selfCommits })
 	ctx := context.Background()
 
 	first := holdGroup(ctx, g, db, s) // the only runner is busy: what comes now queues
-	queued := func(n int) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			g.mu.Lock()
-			l := len(g.queue)
-			g.mu.Unlock()
-			if l == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d statements queued, want %d", l, n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	queued := func(n int) { t.Helper(); waitQueued(t, g, n) }
 	names := []string{"a", "bad", "b", "c"}
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -337,10 +344,7 @@ func TestSelfCommitsStalledRunnersLeaveNoneBehind(t *testing.T) {
 // row; a read's server error runs the group's reads again one by one, so
 // only that caller gets it.
 func TestSharedReadsShareRoundTripsAndKeepOutcomes(t *testing.T) {
-	s := newHeldServer()
-	db := newFakeDB(s)
-	g := &db.shared.sharedReads
-	g.maxRunners, g.maxGroup, g.stallAfter = 1, 16, time.Hour
+	s, db, g := oneRunner(func(db *DB) *selfCommits { return &db.shared.sharedReads })
 	ctx := context.Background()
 	read := func(q string) (string, error) {
 		rs, err := g.query(ctx, db, Stmt{SQL: q})
@@ -360,15 +364,7 @@ func TestSharedReadsShareRoundTripsAndKeepOutcomes(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, q := range names {
 		wg.Go(func() { got[i], errs[i] = read(q) })
-		for {
-			g.mu.Lock()
-			n := len(g.queue)
-			g.mu.Unlock()
-			if n == i+1 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitQueued(t, g, i+1)
 	}
 	close(s.release)
 	if err := <-first; err != nil {
