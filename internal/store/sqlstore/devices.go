@@ -34,9 +34,11 @@ func (db *DB) CreateDeviceCode(ctx context.Context, d store.DeviceCode) error {
 	return err
 }
 
-// GetDeviceCode returns one by device code hash.
+// GetDeviceCode returns one by device code hash. A device's poll reads it
+// outside a transaction, so concurrent polls share round trips
+// (queryRowShared).
 func (db *DB) GetDeviceCode(ctx context.Context, hash []byte) (store.DeviceCode, error) {
-	d, err := scanDevice(db.queryRow(ctx, `SELECT `+deviceColumns+` FROM device_codes WHERE hash = ?`, hash))
+	d, err := scanDevice(db.queryRowShared(ctx, `SELECT `+deviceColumns+` FROM device_codes WHERE hash = ?`, hash))
 	return d, db.scanErr(err)
 }
 
