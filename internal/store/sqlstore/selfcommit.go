@@ -107,7 +107,7 @@ func (g *selfCommits) submit(db *DB, j *selfCommit) {
 	t := time.NewTimer(stallAfter)
 	defer t.Stop()
 	select {
-	case <-j.done: // not ctx.Done(): the caller must learn whether its writes committed
+	case <-j.done: // not ctx.Done(): a writer must learn whether its writes committed (a read's group is as short)
 		return
 	case <-t.C:
 	}
@@ -302,7 +302,7 @@ func (db *DB) execShared(ctx context.Context, q string, args ...any) (int64, err
 // and one wake of the server for the group. It is for one-row reads by key
 // on a request's path.
 func (db *DB) queryRowShared(ctx context.Context, q string, args ...any) *row {
-	if db.d.Pipe == nil || db.tx != nil || db.onPipe(q, false) {
+	if db.d.Pipe == nil || db.tx != nil || db.onPipe(q, false) || !db.plainRead(q) {
 		return db.queryRow(ctx, q, args...)
 	}
 	rs, err := db.shared.sharedReads.query(ctx, db, Stmt{SQL: db.sql(q), Args: args})
