@@ -422,3 +422,72 @@ func TestConcurrentGuardedReadsEachGetTheirOwnRows(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentSharedKeyReadsEachGetTheirOwnRows: the authorization
+// endpoint's session-and-person read and a revocation's token-and-grant
+// read share round trips (queryRowShared); under concurrency each caller
+// still gets its own row, every column decoded (lists, bytea, NULL-free
+// defaults, maps), and a missing key its ErrNotFound.
+func TestConcurrentSharedKeyReadsEachGetTheirOwnRows(t *testing.T) {
+	s := openWithPerson(t, pgtest.NewDatabase(t))
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	const n = 48
+	for i := range n {
+		id := fmt.Sprintf("p%d", i+2)
+		if err := s.CreatePerson(ctx, store.Person{ID: id, Email: id + "@example.com", Status: "ACTIVATED",
+			FirstName: "F" + id, Custom: map[string]string{"k": id}, TOTPSecret: []byte{0, byte(i), 0xff},
+			CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		sess := store.Session{Hash: []byte("s-" + id), PersonID: id, AuthLevel: i % 3, AMR: []string{"pwd", id},
+			AuthTime: now, ExpiresAt: now.Add(time.Hour)}
+		if i%2 == 1 {
+			sess.IdPID, sess.UpstreamIDToken = "idp-"+id, []byte("sealed\x00"+id)
+		}
+		if err := s.CreateSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateGrant(ctx, store.Grant{ID: "g-" + id, ClientID: "c1", Subject: id, Scopes: []string{id},
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateToken(ctx, store.Token{Hash: []byte("t-" + id), Kind: store.KindAccess, GrantID: "g-" + id,
+			ClientID: "c1", Subject: id, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range n + 2 {
+		wg.Go(func() {
+			id := fmt.Sprintf("p%d", i+2)
+			sess, err := s.GetSessionPerson(ctx, []byte("s-"+id))
+			tok, g, terr := s.GetTokenGrantToChange(ctx, []byte("t-"+id))
+			if i >= n {
+				if !errors.Is(err, store.ErrNotFound) || !errors.Is(terr, store.ErrNotFound) {
+					t.Errorf("%s, which has no session or token: %v, %v", id, err, terr)
+				}
+				return
+			}
+			if err != nil || terr != nil {
+				t.Errorf("%s: %v, %v", id, err, terr)
+				return
+			}
+			p := sess.Person
+			wantIdP, wantUp := "", []byte(nil)
+			if i%2 == 1 {
+				wantIdP, wantUp = "idp-"+id, []byte("sealed\x00"+id)
+			}
+			if string(sess.Hash) != "s-"+id || sess.PersonID != id || sess.AuthLevel != i%3 ||
+				fmt.Sprint(sess.AMR) != "[pwd "+id+"]" || !sess.AuthTime.Equal(now) || sess.IdPID != wantIdP ||
+				!bytes.Equal(sess.UpstreamIDToken, wantUp) || p == nil || p.ID != id || p.FirstName != "F"+id ||
+				p.Custom["k"] != id || !bytes.Equal(p.TOTPSecret, []byte{0, byte(i), 0xff}) {
+				t.Errorf("%s: session %+v, person %+v", id, sess, p)
+			}
+			if string(tok.Hash) != "t-"+id || tok.Subject != id || g.ID != "g-"+id || fmt.Sprint(g.Scopes) != "["+id+"]" {
+				t.Errorf("%s: token %+v, grant %+v", id, tok, g)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -77,7 +77,7 @@ var sessionPersonQuery = `SELECT ` + qualify("sessions", sessionColumns) + `, ` 
 func (db *DB) GetSessionPerson(ctx context.Context, hash []byte) (store.Session, error) {
 	var f sessionFields
 	var pf personFields
-	err := db.queryRow(ctx, sessionPersonQuery, hash).Scan(append(f.dest(), pf.dest()...)...)
+	err := db.queryRowShared(ctx, sessionPersonQuery, hash).Scan(append(f.dest(), pf.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.GetSession(ctx, hash) // no session, or its person is gone
 	}

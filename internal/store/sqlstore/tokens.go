@@ -249,7 +249,7 @@ func (db *DB) GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (store.
 
 func (db *DB) readTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
 	var f tokenFields
-	g, err := scanGrant(db.queryRow(ctx, tokenGrantQuery, hash), f.dest()...)
+	g, err := scanGrant(db.queryRowShared(ctx, tokenGrantQuery, hash), f.dest()...)
 	if err != nil {
 		return store.Token{}, store.Grant{}, db.scanErr(err)
 	}
