@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,28 @@ func TestServeDemoStartsAndStopsOnSIGTERM(t *testing.T) {
 	}
 }
 
+// TestServeUsesTemplatesDir: a page in templates_dir replaces the built-in
+// one (serve parses the templates while the store opens).
+func TestServeUsesTemplatesDir(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "home.html"),
+		[]byte(`{{define "title"}}ours{{end}}{{define "content"}}<p id="ours">from templates_dir</p>{{end}}`), 0o600)
+	addr := freePort(t)
+	cmd := command(t, []string{"LATCHKEY_LISTEN=" + addr, "LATCHKEY_TEMPLATES_DIR=" + dir}, "serve")
+	cmd.Stderr = &syncBuffer{}
+	startServing(t, cmd, addr)
+	res, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `<p id="ours">from templates_dir</p>`) {
+		t.Errorf("GET /: %d %s", res.StatusCode, body)
+	}
+	stop(t, cmd)
+}
+
 func TestFailuresEndWithOneLine(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,6 +88,13 @@ func TestFailuresEndWithOneLine(t *testing.T) {
 	os.WriteFile(badYAML, []byte("listen: 127.0.0.1:0\nunknown_key: 1\n"), 0o600)
 	badValue := filepath.Join(dir, "value.yaml")
 	os.WriteFile(badValue, []byte("clients:\n  - client_id: x\n    token_endpoint_auth_method: magic\n"), 0o600)
+	// Templates parse while the store opens: a broken one still fails the
+	// start, with its own message.
+	badPage, badMail := filepath.Join(dir, "page"), filepath.Join(dir, "mail")
+	os.MkdirAll(badPage, 0o700)
+	os.WriteFile(filepath.Join(badPage, "login.html"), []byte("{{ .Unclosed "), 0o600)
+	os.MkdirAll(filepath.Join(badMail, "mail"), 0o700)
+	os.WriteFile(filepath.Join(badMail, "mail", "welcome.txt"), []byte("{{ end }}"), 0o600)
 
 	tests := []struct {
 		name string
@@ -78,6 +108,8 @@ func TestFailuresEndWithOneLine(t *testing.T) {
 		{"port in use", []string{"LATCHKEY_LISTEN=" + busy.Addr().String()}, []string{"serve"}, "address already in use"},
 		{"unreachable database", []string{"LATCHKEY_DATABASE=postgres://nobody:pw@127.0.0.1:1/x?sslmode=disable&connect_timeout=2"}, []string{"serve"}, "database"},
 		{"unsupported database", []string{"LATCHKEY_DATABASE=mysql://x"}, []string{"migrate"}, "database"},
+		{"broken page template", []string{"LATCHKEY_TEMPLATES_DIR=" + badPage}, []string{"serve"}, "login.html"},
+		{"broken mail template", []string{"LATCHKEY_TEMPLATES_DIR=" + badMail}, []string{"serve"}, "welcome.txt"},
 		{"unknown command", nil, []string{"frobnicate"}, "unknown command"},
 		{"unknown flag", nil, []string{"serve", "--nope"}, "flag provided but not defined"},
 	}

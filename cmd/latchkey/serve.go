@@ -56,13 +56,28 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			logger.Info("applied schema migration", "migration", m, "took", took.Round(time.Millisecond).String())
 		},
 	}
+	// The templates parse on the other core while the store opens (on
+	// PostgreSQL that is mostly waiting for the connection's backend).
+	type parsed struct {
+		t   *server.Templates
+		err error
+	}
+	templates := make(chan parsed, 1)
+	go func() {
+		t, err := server.LoadTemplates(cfg.TemplatesDir)
+		templates <- parsed{t, err}
+	}()
 	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, trace), cfg.Database)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
 	defer st.Close()
+	tpl := <-templates
+	if tpl.err != nil {
+		return tpl.err
+	}
 
-	srv, err := server.New(ctx, cfg, st, logger, key, server.Options{Demo: *demo})
+	srv, err := server.New(ctx, cfg, st, logger, key, server.Options{Demo: *demo, Templates: tpl.t})
 	if errors.Is(err, store.ErrServerKeyMismatch) {
 		return errServerKeyMismatch(cfg.SecretKeyFile)
 	}

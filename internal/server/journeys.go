@@ -19,11 +19,7 @@ import (
 )
 
 // newJourneys builds the self-service journeys and their mail outbox.
-func (s *Server) newJourneys(cim *cimconfig.Service, serverKey []byte, rec *events.Recorder) (*journey.Service, error) {
-	mailTemplates, err := web.LoadMail(s.cfg.TemplatesDir)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) newJourneys(cim *cimconfig.Service, serverKey []byte, rec *events.Recorder, mailTemplates *web.MailTemplates) (*journey.Service, error) {
 	sealer, err := seal.New(serverKey, "mail")
 	if err != nil {
 		return nil, err
@@ -88,5 +84,9 @@ func JourneysFor(ctx context.Context, cfg *config.Config, st store.Store, logger
 	if s.identity, err = identity.New(st, rec, time.Now); err != nil {
 		return nil, err
 	}
-	return s.newJourneys(&cimconfig.Service{Store: st, Events: rec, Now: time.Now}, serverKey, rec)
+	mailTemplates, err := web.LoadMail(cfg.TemplatesDir)
+	if err != nil {
+		return nil, err
+	}
+	return s.newJourneys(&cimconfig.Service{Store: st, Events: rec, Now: time.Now}, serverKey, rec, mailTemplates)
 }

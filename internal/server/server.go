@@ -75,6 +75,32 @@ type Options struct {
 	// WrapKeys wraps the keys the token endpoints sign with (tests hold
 	// a signature with it); nil: the keys as they are.
 	WrapKeys func(oauth.Keys) oauth.Keys
+	// Templates parsed ahead of New (serve parses them while the store
+	// opens); nil: New parses them.
+	Templates *Templates
+}
+
+// Templates are the hosted pages' and the mails' templates: the built-in
+// ones, or cfg.TemplatesDir's where it has them.
+type Templates struct {
+	pages *web.Templates
+	mail  *web.MailTemplates
+}
+
+// LoadTemplates parses the templates of dir ("": the built-in ones). It
+// needs neither the store nor the server, so a start can run it while
+// the store opens, which on PostgreSQL mostly waits for the connection's
+// backend.
+func LoadTemplates(dir string) (*Templates, error) {
+	pages, err := web.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	mail, err := web.LoadMail(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Templates{pages: pages, mail: mail}, nil
 }
 
 // New builds a Server on an opened, migrated store, with the static clients
@@ -110,10 +136,13 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	if err := s.startKeys(ctx, serverKey); err != nil {
 		return nil, err
 	}
-	templates, err := web.Load(cfg.TemplatesDir)
-	if err != nil {
-		return nil, err
+	tpl := opts.Templates
+	if tpl == nil {
+		if tpl, err = LoadTemplates(cfg.TemplatesDir); err != nil {
+			return nil, err
+		}
 	}
+	templates := tpl.pages
 	s.metrics.observeStore(st)
 	rec := events.NewRecorder()
 	rec.Now = now
@@ -216,7 +245,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		return templates.Reload()
 	}}
 	s.pages.CustomMessages = cim.Messages
-	if s.journeys, err = s.newJourneys(cim, serverKey, rec); err != nil {
+	if s.journeys, err = s.newJourneys(cim, serverKey, rec, tpl.mail); err != nil {
 		return nil, err
 	}
 	s.pages.Journeys = s.journeys
