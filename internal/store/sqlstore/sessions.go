@@ -73,7 +73,8 @@ var sessionPersonQuery = `SELECT ` + qualify("sessions", sessionColumns) + `, ` 
 	` FROM sessions JOIN persons ON persons.id = sessions.person_id WHERE sessions.hash = ?`
 
 // GetSessionPerson is GetSession with the session's person, in one read
-// where the authorization endpoint made two.
+// where the authorization endpoint made two; concurrent ones share round
+// trips (queryRowShared).
 func (db *DB) GetSessionPerson(ctx context.Context, hash []byte) (store.Session, error) {
 	var f sessionFields
 	var pf personFields

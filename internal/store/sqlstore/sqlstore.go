@@ -151,7 +151,7 @@ type shared struct {
 	pending     sync.Map
 	batch       txBatch
 	selfCommits selfCommits // lazy transactions of one statement (selfcommit.go)
-	sharedReads selfCommits // guarded reads, sharing round trips the same way (selfcommit.go)
+	sharedReads selfCommits // plain one-row reads by key (queryRowShared), sharing round trips the same way
 	tokens      *TokenCache // nil: no token cache
 	// scopeCache: nil, no scope cache.
 	scopeCache *ScopeCache

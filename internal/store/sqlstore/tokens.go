@@ -247,6 +247,8 @@ func (db *DB) GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (store.
 	return t, g, p, nil
 }
 
+// readTokenGrant reads a token and its grant; outside a transaction
+// concurrent ones share round trips (queryRowShared).
 func (db *DB) readTokenGrant(ctx context.Context, hash []byte) (store.Token, store.Grant, error) {
 	var f tokenFields
 	g, err := scanGrant(db.queryRowShared(ctx, tokenGrantQuery, hash), f.dest()...)
