@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -80,7 +81,12 @@ func (c *TokenCache) put(seq uint64, gen int64, t store.Token, g store.Grant) {
 		c.entries, c.byGrant = map[string]cachedToken{}, map[string][]string{}
 	}
 	c.entries[string(t.Hash)] = cachedToken{t: t, g: g, gen: gen}
-	c.byGrant[g.ID] = append(c.byGrant[g.ID], string(t.Hash))
+	// Once per token: concurrent readers of one token each put it, and
+	// repeats would fill the grant's list, after which none of its tokens
+	// is cached again.
+	if !slices.Contains(c.byGrant[g.ID], string(t.Hash)) {
+		c.byGrant[g.ID] = append(c.byGrant[g.ID], string(t.Hash))
+	}
 }
 
 // invalidation names what a write changed: one token, one grant with its
