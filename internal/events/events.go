@@ -71,7 +71,25 @@ type OAuth struct {
 // transaction: the event then commits with the action it records. The
 // request's facts supply client_ip and user_agent.
 func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, f request.Facts, e OAuth) error {
-	ev := store.Event{
+	return rec.append(ctx, st, f, rec.oauthEvent(f, e))
+}
+
+// RecordOAuthBy records e through write, which writes the event with the
+// action it records, in one statement (store.Store.RevokeAccessToken), and
+// tells whether it did; nothing is recorded when it did not. Observe sees
+// the event as built, before what write fills in from the action's rows.
+func (rec *Recorder) RecordOAuthBy(f request.Facts, e OAuth, write func(store.Event) (bool, error)) (bool, error) {
+	ev := rec.oauthEvent(f, e)
+	done, err := write(ev)
+	if done && err == nil && rec.Observe != nil {
+		rec.Observe(f, &ev)
+	}
+	return done, err
+}
+
+// oauthEvent is e as the event to append.
+func (rec *Recorder) oauthEvent(f request.Facts, e OAuth) store.Event {
+	return store.Event{
 		ID:            rec.NewID(),
 		Kind:          store.EventOAuth,
 		Type:          e.Type,
@@ -85,7 +103,6 @@ func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, f request.Fac
 		ClientIP:      f.Addr,
 		UserAgent:     f.UserAgent,
 	}
-	return rec.append(ctx, st, f, ev)
 }
 
 func (rec *Recorder) append(ctx context.Context, st Appender, f request.Facts, ev store.Event) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
@@ -58,6 +59,19 @@ func (s *Service) revoke(r *http.Request, f request.Facts, form map[string]strin
 // revokes its whole grant (RFC 7009 section 2.1: the access tokens of the
 // same grant go too); revoking an access token revokes that token.
 func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store.Client, value, hint string) error {
+	if strings.HasPrefix(value, token.AccessToken.Prefix) {
+		// The common case, a live access token of the caller's, in one
+		// write without a read first; the reads below say what else it is.
+		hash := s.tokens().Key(token.AccessToken, value)
+		now := s.Now().UTC()
+		done, err := s.Events.RecordOAuthBy(f, events.OAuth{Type: events.TokenRevokeAccessTokenSuccess, ClientID: client.ID,
+			AppName: client.Name}, func(ev store.Event) (bool, error) {
+			return s.Store.RevokeAccessToken(ctx, hash, client.ID, now, ev)
+		})
+		if done || err != nil {
+			return err
+		}
+	}
 	// The hint only decides the lookup order (RFC 7009 section 2.1).
 	kinds := []token.Kind{token.AccessToken, token.RefreshToken}
 	if hint == "refresh_token" {

@@ -31,7 +31,7 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 	}
 	stored := func(id string) bool { return o.exists(t, "events", id) }
 	optimistic := func() context.Context { return o.optimistic(t) }
-	t1, t2 := token(1), token(2)
+	t1, t2, t3 := token(1), token(2), token(3)
 	if _, err := gens.Get(ctx); err != nil { // the value the requests below start from
 		t.Fatal(err)
 	}
@@ -47,6 +47,15 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 	if err := client.Confirm(req); err != nil || statements.Load()-before != 1 || !stored("held") {
 		t.Errorf("unchanged generations: %v after %d statements, stored %v; want the insert alone",
 			err, statements.Load()-before, stored("held"))
+	}
+
+	// A revocation without a read is its one statement too.
+	req = optimistic()
+	before = statements.Load()
+	if ok, err := a.RevokeAccessToken(req, t3.Hash, "c1", now, event("revoked")); !ok || err != nil ||
+		statements.Load()-before != 1 || !stored("revoked") {
+		t.Errorf("a revocation without a read: %v, %v after %d statements, stored %v; want it alone",
+			ok, err, statements.Load()-before, stored("revoked"))
 	}
 
 	if err := b.RevokeToken(ctx, t1.Hash, now); err != nil { // another instance moves the token generation
@@ -71,6 +80,10 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 			return a.Tx(ctx, func(tx store.Store) error { return tx.RevokeToken(ctx, t2.Hash, now) })
 		},
 		"a use": func(ctx context.Context) error { _, err := a.CountTokenUse(ctx, t2.Hash); return err },
+		"a revocation without a read": func(ctx context.Context) error {
+			_, err := a.RevokeAccessToken(ctx, t2.Hash, "c1", now, event("stale revocation"))
+			return err
+		},
 	} {
 		req := optimistic()
 		n++
@@ -84,6 +97,9 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 	var revoked, uses int64
 	if err := raw.QueryRowContext(ctx, `SELECT revoked_at, usage_count FROM tokens WHERE hash = $1`, t2.Hash).Scan(&revoked, &uses); err != nil || revoked != 0 || uses != 0 {
 		t.Errorf("t2 after stale writes: revoked_at %d, usage_count %d, %v; want untouched", revoked, uses, err)
+	}
+	if stored("stale revocation") {
+		t.Error("a stale revocation without a read inserted its event")
 	}
 
 	// A request that reads sees the change; optimistic ones hold again after it.
@@ -305,4 +321,44 @@ func (o *optimisticSetup) exists(t *testing.T, table, id string) bool {
 		t.Fatal(err)
 	}
 	return n == 1
+}
+
+// A revocation without a read that revokes nothing (an unknown token,
+// another client's, one revoked already) runs no UPDATE: the token
+// generation, which every instance's cache and every optimistic request
+// follows, stays where it was. One that revokes moves it.
+func TestRevocationWithoutAReadMovesTheGenerationOnlyWhenItRevokes(t *testing.T) {
+	o := newOptimisticSetup(t)
+	a, b, ctx := o.a, o.b, context.Background()
+	live, revoked := o.issue(t, store.KindAccess, ""), o.issue(t, store.KindAccess, "")
+	if err := b.RevokeToken(ctx, revoked.Hash, o.now); err != nil {
+		t.Fatal(err)
+	}
+	gen := func() int64 {
+		t.Helper()
+		g, err := a.Generations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Token
+	}
+	before := gen()
+	ev := store.Event{ID: "e", Kind: store.EventOAuth, Type: "T", ClientID: "c1", Occurred: o.now}
+	for _, c := range []struct {
+		name, client string
+		hash         []byte
+	}{{"an unknown token", "c1", []byte("nope")}, {"another client's", "c2", live.Hash}, {"one revoked already", "c1", revoked.Hash}} {
+		if ok, err := a.RevokeAccessToken(ctx, c.hash, c.client, o.now, ev); ok || err != nil {
+			t.Errorf("%s: %v, %v; want false, nil", c.name, ok, err)
+		}
+	}
+	if after := gen(); after != before {
+		t.Errorf("revocations of nothing moved the token generation %d → %d", before, after)
+	}
+	if ok, err := a.RevokeAccessToken(ctx, live.Hash, "c1", o.now, ev); !ok || err != nil {
+		t.Fatalf("the live token: %v, %v", ok, err)
+	}
+	if after := gen(); after == before {
+		t.Error("a revocation left the token generation where it was")
+	}
 }

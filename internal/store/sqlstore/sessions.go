@@ -259,10 +259,7 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, how eventInser
 	if err := store.CheckEventKinds(es); err != nil {
 		return err
 	}
-	args := func(e store.Event) []any {
-		return []any{e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
-			e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context), e.Occurred.UnixMilli()}
-	}
+	args := eventArgs
 	// A few rows fit a cached VALUES statement, which plans faster.
 	if db.d.ArrayInsert && !perRow && len(es)*eventParams > maxStmtParams {
 		return db.insertEventArrays(ctx, es, how)
@@ -291,6 +288,12 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, how eventInser
 		es = es[n:]
 	}
 	return nil
+}
+
+// eventArgs are e's parameters, in the order of eventRowColumns.
+func eventArgs(e store.Event) []any {
+	return []any{e.ID, e.Kind, e.Type, e.Name, e.ClientID, e.AppName, e.TransactionID, e.UserID, lower(e.UserID),
+		e.PersonID, e.ClientIP, e.UserAgent, e.AgentUser, e.Partition, stringMap(e.Context), e.Occurred.UnixMilli()}
 }
 
 // eventShapes are the rows of the multi-row event inserts an in-process

@@ -147,16 +147,11 @@ func (db *DB) cachedTokenGrant(ctx context.Context, hash []byte, revokedOnly boo
 	if c == nil || db.inTx {
 		return db.readTokenGrant(ctx, hash)
 	}
-	var gen int64
-	if c.Generation != nil {
-		// Before the row is read: an entry is never newer than its tag.
-		var err error
-		if gen, err = c.Generation(ctx); err != nil {
-			return store.Token{}, store.Grant{}, err
-		}
+	e, ok, seq, gen, err := db.cachedToken(ctx, hash)
+	if err != nil {
+		return store.Token{}, store.Grant{}, err
 	}
-	e, ok, seq := c.get(hash)
-	if ok && e.gen == gen {
+	if ok {
 		return e.t, e.g, nil
 	}
 	t, g, err := db.readTokenGrant(ctx, hash)
@@ -164,6 +159,20 @@ func (db *DB) cachedTokenGrant(ctx context.Context, hash []byte, revokedOnly boo
 		c.put(seq, gen, t, g)
 	}
 	return t, g, err
+}
+
+// cachedToken is the token cache's current entry of hash, if it has one,
+// with what a put after a read needs (seq, gen). The cache must be in use.
+func (db *DB) cachedToken(ctx context.Context, hash []byte) (e cachedToken, ok bool, seq uint64, gen int64, err error) {
+	c := db.shared.tokens
+	if c.Generation != nil {
+		// Before the row is read: an entry is never newer than its tag.
+		if gen, err = c.Generation(ctx); err != nil {
+			return e, false, 0, 0, err
+		}
+	}
+	e, ok, seq = c.get(hash)
+	return e, ok && e.gen == gen, seq, gen, nil
 }
 
 // Generations are PostgreSQL's client and token generations, read by one
@@ -273,6 +282,80 @@ func (db *DB) RevokeToken(ctx context.Context, hash []byte, now time.Time) error
 	}
 	db.invalidate(invalidation{token: hash})
 	return err
+}
+
+// RevokeAccessToken revokes clientID's live access token hash at now and
+// appends ev, its TransactionID and UserID the token's grant and subject,
+// without reading the token first: on PostgreSQL one statement, which
+// shares a commit outside a transaction, where a read and then the
+// transaction took two round trips. When it revokes nothing (no such
+// token, another client's, one revoked already, or a subject outside ASCII
+// on PostgreSQL: migration 0033) it writes nothing and reports false, and
+// its caller reads the token to say why. A token the cache holds as
+// revoked is not tried: a repeated revocation costs no write but its event.
+func (db *DB) RevokeAccessToken(ctx context.Context, hash []byte, clientID string, now time.Time, ev store.Event) (bool, error) {
+	if c := db.shared.tokens; c != nil && !db.inTx {
+		e, ok, _, _, err := db.cachedToken(ctx, hash)
+		if err != nil {
+			return false, err
+		}
+		if ok && !e.t.RevokedAt.IsZero() {
+			return false, nil
+		}
+	}
+	if db.d.Pipe != nil {
+		return db.revokeAccessInOne(ctx, hash, clientID, now, ev)
+	}
+	var revoked bool
+	err := db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		out := ev
+		revoked = false
+		err := tx.queryRowWrite(ctx, `UPDATE tokens SET revoked_at = ?
+			WHERE hash = ? AND client_id = ? AND kind = 'access' AND revoked_at = 0 RETURNING grant_id, subject`,
+			micros(now), hash, clientID).Scan(&out.TransactionID, &out.UserID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return tx.scanErr(err)
+		}
+		revoked = true
+		tx.invalidate(invalidation{token: hash})
+		return tx.AppendEvents(ctx, out)
+	})
+	return revoked && err == nil, err
+}
+
+// revokeAccessInOne is RevokeAccessToken as one statement (PostgreSQL):
+// latchkey_revoke_access's rows feed the event's insert. Outside a
+// transaction it commits itself, sharing the commit (execShared), and the
+// function checks the generations the request decided on first.
+func (db *DB) revokeAccessInOne(ctx context.Context, hash []byte, clientID string, now time.Time, ev store.Event) (bool, error) {
+	expect := noExpectation
+	o := db.shared.optimism
+	if o != nil && !db.inTx {
+		if g, ok := o.Expected(ctx); ok {
+			expect = g
+		} else if err := o.Confirm(ctx); err != nil {
+			return false, err
+		}
+	}
+	e := eventArgs(ev)
+	args := append([]any{hash, clientID, micros(now), expect.Client, expect.Token}, e[:6]...) // id … app_name
+	args = append(args, e[9:]...)                                                             // person_id … occurred
+	n, err := db.execShared(ctx, `WITH revoked AS (SELECT grant_id, subject FROM latchkey_revoke_access(?, ?, ?, ?, ?)),
+		event AS (INSERT INTO events (`+eventRowColumns+`)
+			SELECT ?, ?, ?, ?, ?, ?, grant_id, subject, lower(subject COLLATE "C"), ?, ?, ?, ?, ?, ?, ?::bigint FROM revoked)
+		SELECT true FROM revoked`, args...)
+	if expect != noExpectation && (err == nil || errors.Is(err, store.ErrStale)) {
+		o.Settle(ctx, err == nil)
+	}
+	if err != nil || n == 0 {
+		return false, err
+	}
+	db.invalidate(invalidation{token: hash})
+	return true, nil
 }
 
 // UseRefreshToken marks an unused refresh token used. The conditional

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -259,5 +261,119 @@ func testRevokePersonRace(t *testing.T, s store.Store) {
 				t.Errorf("grant %s was issued for a person blocked concurrently and is not revoked", g.ID)
 			}
 		}
+	}
+}
+
+// revocationEvent is the event a revocation of an access token appends,
+// before the store sets its grant and subject.
+func revocationEvent(id string, at time.Time) store.Event {
+	return store.Event{ID: id, Kind: store.EventOAuth, Type: "TOKEN_REVOKE_ACCESS_TOKEN_SUCCESS",
+		Name: "Token Revoke Access Token Success", ClientID: "c1", AppName: "App", ClientIP: "192.0.2.7",
+		UserAgent: "Agent/1", Occurred: at}
+}
+
+// testRevokeAccessToken: a revocation without a read first revokes only
+// the caller's live access token, and appends its event with the token's
+// grant and subject (found by either case of the subject); in every other
+// case it writes nothing and says so. Reads answered from memory see it.
+func testRevokeAccessToken(t *testing.T, s store.Store) {
+	g := grant("g1")
+	g.Subject = "Person-One"
+	if err := s.CreateGrant(ctx(), g); err != nil {
+		t.Fatal(err)
+	}
+	mine := func(hash, kind, client string) {
+		t.Helper()
+		tk := tok(hash, kind, "g1")
+		tk.Subject, tk.ClientID = "Person-One", client
+		if err := s.CreateToken(ctx(), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine("at1", store.KindAccess, "c1")
+	mine("at2", store.KindAccess, "c2")
+	mine("rt1", store.KindRefresh, "c1")
+	mine("at3", store.KindAccess, "c1")
+	now := t0.Add(time.Minute)
+	// A cached live answer, which the revocation must drop.
+	if tk, gr, err := s.GetTokenGrant(ctx(), []byte("at1")); err != nil || !tk.Active(gr, now) {
+		t.Fatalf("at1 before: active %v, %v", tk.Active(gr, now), err)
+	}
+	for _, c := range []struct{ name, hash string }{
+		{"unknown", "nope"}, {"another client's", "at2"}, {"a refresh token", "rt1"},
+	} {
+		ok, err := s.RevokeAccessToken(ctx(), []byte(c.hash), "c1", now, revocationEvent("e-"+c.hash, now))
+		if ok || err != nil {
+			t.Errorf("%s: RevokeAccessToken = %v, %v; want false, nil", c.name, ok, err)
+		}
+	}
+	ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", now, revocationEvent("e1", now))
+	if !ok || err != nil {
+		t.Fatalf("RevokeAccessToken of a live token = %v, %v", ok, err)
+	}
+	if tk, gr, err := s.GetTokenGrant(ctx(), []byte("at1")); err != nil || tk.Active(gr, now) || !tk.RevokedAt.Equal(now) {
+		t.Errorf("at1 after: active %v, revoked at %v, %v; want revoked at %v", tk.Active(gr, now), tk.RevokedAt, err, now)
+	}
+	later := now.Add(time.Minute)
+	if ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", later, revocationEvent("e2", later)); ok || err != nil {
+		t.Errorf("a second revocation = %v, %v; want false, nil", ok, err)
+	}
+	if tk, err := s.GetToken(ctx(), []byte("at1")); err != nil || !tk.RevokedAt.Equal(now) {
+		t.Errorf("a second revocation moved revoked_at to %v (%v), want %v", tk.RevokedAt, err, now)
+	}
+	// In a transaction too.
+	if err := s.Tx(ctx(), func(tx store.Store) error {
+		ok, err := tx.RevokeAccessToken(ctx(), []byte("at3"), "c1", now, revocationEvent("e3", now))
+		if !ok && err == nil {
+			t.Error("RevokeAccessToken in a transaction revoked nothing")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"at2", "rt1"} {
+		if tk, err := s.GetToken(ctx(), []byte(h)); err != nil || !tk.RevokedAt.IsZero() {
+			t.Errorf("%s after the others' revocations: revoked at %v, %v", h, tk.RevokedAt, err)
+		}
+	}
+	got, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventOAuth}, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Event{revocationEvent("e3", now), revocationEvent("e1", now)}
+	for i := range want {
+		want[i].TransactionID, want[i].UserID, want[i].Occurred = "g1", "Person-One", now.Truncate(time.Millisecond).UTC()
+	}
+	if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+	if got, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventOAuth, UserID: "person-one", TransactionID: "g1"}, 0, 10); err != nil || len(got) != 2 {
+		t.Errorf("events by the subject in lower case and the grant: %d, %v; want 2", len(got), err)
+	}
+}
+
+// testRevokeAccessTokenRace: of concurrent revocations of one token
+// exactly one revokes it, and one event is appended.
+func testRevokeAccessTokenRace(t *testing.T, s store.Store) {
+	if err := s.CreateGrant(ctx(), grant("g1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateToken(ctx(), tok("at1", store.KindAccess, "g1")); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	notRevoked := errors.New("not revoked")
+	wins := race(t, 20, func() error {
+		ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", t0, revocationEvent(fmt.Sprintf("e%d", n.Add(1)), t0))
+		if err == nil && !ok {
+			err = notRevoked
+		}
+		return err
+	}, notRevoked)
+	if wins != 1 {
+		t.Errorf("%d of 20 concurrent revocations of one token revoked it, want 1", wins)
+	}
+	if got, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventOAuth}, 0, 30); err != nil || len(got) != 1 {
+		t.Errorf("%d events, %v; want 1", len(got), err)
 	}
 }
