@@ -294,6 +294,9 @@ func (db *DB) RevokeToken(ctx context.Context, hash []byte, now time.Time) error
 // its caller reads the token to say why. A token the cache holds as
 // revoked is not tried: a repeated revocation costs no write but its event.
 func (db *DB) RevokeAccessToken(ctx context.Context, hash []byte, clientID string, now time.Time, ev store.Event) (bool, error) {
+	if err := store.CheckEventKinds([]store.Event{ev}); err != nil {
+		return false, err // (PostgreSQL's statement inserts it itself)
+	}
 	if c := db.shared.tokens; c != nil && !db.inTx {
 		e, ok, _, _, err := db.cachedToken(ctx, hash)
 		if err != nil {

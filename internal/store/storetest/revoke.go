@@ -307,6 +307,11 @@ func testRevokeAccessToken(t *testing.T, s store.Store) {
 			t.Errorf("%s: RevokeAccessToken = %v, %v; want false, nil", c.name, ok, err)
 		}
 	}
+	odd := revocationEvent("e-odd", now)
+	odd.Kind = "odd"
+	if ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", now, odd); ok || err == nil {
+		t.Errorf("an event of an unknown kind: %v, %v; want an error", ok, err)
+	}
 	ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", now, revocationEvent("e1", now))
 	if !ok || err != nil {
 		t.Fatalf("RevokeAccessToken of a live token = %v, %v", ok, err)
