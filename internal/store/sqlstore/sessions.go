@@ -259,14 +259,13 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, how eventInser
 	if err := store.CheckEventKinds(es); err != nil {
 		return err
 	}
-	args := eventArgs
 	// A few rows fit a cached VALUES statement, which plans faster.
 	if db.d.ArrayInsert && !perRow && len(es)*eventParams > maxStmtParams {
 		return db.insertEventArrays(ctx, es, how)
 	}
 	if perRow {
 		for _, e := range es {
-			if _, err := db.exec(ctx, eventInsertSQL(1, how), args(e)...); err != nil {
+			if _, err := db.exec(ctx, eventInsertSQL(1, how), eventArgs(e)...); err != nil {
 				return err
 			}
 		}
@@ -280,7 +279,7 @@ func (db *DB) insertEvents(ctx context.Context, es []store.Event, how eventInser
 		}
 		all = all[:0]
 		for _, e := range es[:n] {
-			all = append(all, args(e)...)
+			all = append(all, eventArgs(e)...)
 		}
 		if err := db.writeOrHold(ctx, eventInsertSQL(n, how), slices.Clone(all)...); err != nil {
 			return err
