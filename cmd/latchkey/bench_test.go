@@ -16,7 +16,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	table := string(out)
 	for _, name := range []string{"client_credentials", "introspect", "introspect_usage_limit", "revoke", "issue_revoke",
-		"authorization_code", "authorization_code_openid", "authorization_code_jwt", "client_credentials_jwt", "refresh", "refresh_jwt",
+		"authorization_code", "authorization_code_openid", "authorization_code_jwt", "client_credentials_jwt", "refresh", "refresh_jwt", "logout",
 		"device_polling", "events_search"} {
 		found := false
 		for _, line := range strings.Split(table, "\n") {

@@ -237,6 +237,10 @@ var Scenarios = []Scenario{
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
 			return refreshSetup(ctx, base, c, webJWTClient)
 		}},
+	{Name: "logout", Description: "the code flow, then POST /oauth/revoke of its refresh token, which revokes the grant (3 requests)",
+		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
+			return logoutSetup(ctx, base, c)
+		}},
 	{Name: "device_polling", Description: "POST /oauth/token with a pending device code (answers 400 authorization_pending or slow_down)",
 		Setup: func(ctx context.Context, base string, c *http.Client) (Step, int, error) {
 			resp, err := form(ctx, c, base+"/oauth/device_authorization", url.Values{"client_id": {"bench-tv"}}, "", "")
@@ -338,35 +342,13 @@ func refreshSetup(ctx context.Context, base string, c *http.Client, app webApp) 
 // codeFlowSetup signs the bench person in once; each step then asks for a
 // code for app with the session and exchanges it (2 requests), for scope.
 func codeFlowSetup(ctx context.Context, base string, c *http.Client, scope string, app webApp) (Step, int, error) {
-	jar, err := login(ctx, base, c)
+	exchange, err := codeExchange(ctx, base, c, scope, app)
 	if err != nil {
 		return nil, 0, err
 	}
-	sum := sha256.Sum256([]byte(verifier))
-	authURL := base + "/oauth/authorize?" + url.Values{"client_id": {app.id}, "response_type": {"code"},
-		"redirect_uri": {redirect}, "state": {"s"}, "code_challenge_method": {"S256"}, "scope": {scope},
-		"nonce": {"bench-nonce"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}}.Encode()
-	u, _ := url.Parse(base)
-	cookies := jar.Cookies(u)
 	openid := strings.Contains(scope, "openid")
 	step := func(ctx context.Context, c *http.Client) (int, error) {
-		req, _ := http.NewRequestWithContext(ctx, "GET", authURL, nil)
-		for _, ck := range cookies {
-			req.AddCookie(ck)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return 1, err
-		}
-		if _, err := drain(resp); err != nil {
-			return 1, err
-		}
-		loc, err := resp.Location()
-		if err != nil || loc.Query().Get("code") == "" {
-			return 1, fmt.Errorf("authorize: status %d, no code", resp.StatusCode)
-		}
-		resp, err = form(ctx, c, base+"/oauth/token", url.Values{"grant_type": {"authorization_code"},
-			"code": {loc.Query().Get("code")}, "redirect_uri": {redirect}, "code_verifier": {verifier}}, app.id, app.secret)
+		resp, err := exchange(ctx, c)
 		if err != nil {
 			return 2, err
 		}
@@ -383,6 +365,74 @@ func codeFlowSetup(ctx context.Context, base string, c *http.Client, scope strin
 		return 2, nil
 	}
 	return step, 200, nil
+}
+
+// logoutSetup: each step is the code flow of bench-web, then the
+// revocation of its refresh token, as a client's logout does (RFC 7009
+// section 1): 3 requests.
+func logoutSetup(ctx context.Context, base string, c *http.Client) (Step, int, error) {
+	exchange, err := codeExchange(ctx, base, c, "read", webClient)
+	if err != nil {
+		return nil, 0, err
+	}
+	step := func(ctx context.Context, c *http.Client) (int, error) {
+		resp, err := exchange(ctx, c)
+		if err != nil {
+			return 2, err
+		}
+		b, err := drain(resp)
+		if err != nil {
+			return 2, err
+		}
+		var tok struct {
+			RefreshToken string `json:"refresh_token"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal(b, &tok) != nil || tok.RefreshToken == "" {
+			return 2, fmt.Errorf("token: %d without a refresh token: %.200s", resp.StatusCode, b)
+		}
+		resp, err = form(ctx, c, base+"/oauth/revoke", url.Values{"token": {tok.RefreshToken},
+			"token_type_hint": {"refresh_token"}}, webClient.id, webClient.secret)
+		if err != nil {
+			return 3, err
+		}
+		return 3, expect(resp, 200)
+	}
+	return step, 200, nil
+}
+
+// codeExchange signs the bench person in once and returns a function that
+// asks for a code for app with the session and exchanges it (2 requests),
+// for scope, returning the token endpoint's answer.
+func codeExchange(ctx context.Context, base string, c *http.Client, scope string, app webApp) (func(context.Context, *http.Client) (*http.Response, error), error) {
+	jar, err := login(ctx, base, c)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	authURL := base + "/oauth/authorize?" + url.Values{"client_id": {app.id}, "response_type": {"code"},
+		"redirect_uri": {redirect}, "state": {"s"}, "code_challenge_method": {"S256"}, "scope": {scope},
+		"nonce": {"bench-nonce"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}}.Encode()
+	u, _ := url.Parse(base)
+	cookies := jar.Cookies(u)
+	return func(ctx context.Context, c *http.Client) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", authURL, nil)
+		for _, ck := range cookies {
+			req.AddCookie(ck)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := drain(resp); err != nil {
+			return nil, err
+		}
+		loc, err := resp.Location()
+		if err != nil || loc.Query().Get("code") == "" {
+			return nil, fmt.Errorf("authorize: status %d, no code", resp.StatusCode)
+		}
+		return form(ctx, c, base+"/oauth/token", url.Values{"grant_type": {"authorization_code"},
+			"code": {loc.Query().Get("code")}, "redirect_uri": {redirect}, "code_verifier": {verifier}}, app.id, app.secret)
+	}, nil
 }
 
 func introspectSetup(ctx context.Context, base string, c *http.Client, scope string) (Step, int, error) {
