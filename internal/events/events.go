@@ -75,7 +75,7 @@ func (rec *Recorder) RecordOAuth(ctx context.Context, st Appender, f request.Fac
 }
 
 // RecordOAuthBy records e through write, which writes the event with the
-// action it records, in one statement (store.Store.RevokeAccessToken), and
+// action it records, in one statement (store.Store.RevokeLiveToken), and
 // tells whether it did; nothing is recorded when it did not. Observe sees
 // the event as built, before what write fills in from the action's rows.
 func (rec *Recorder) RecordOAuthBy(f request.Facts, e OAuth, write func(store.Event) (bool, error)) (bool, error) {

@@ -59,16 +59,21 @@ func (s *Service) revoke(r *http.Request, f request.Facts, form map[string]strin
 // revokes its whole grant (RFC 7009 section 2.1: the access tokens of the
 // same grant go too); revoking an access token revokes that token.
 func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store.Client, value, hint string) error {
-	var accessHash []byte // value's key as an access token, once computed
-	if strings.HasPrefix(value, token.AccessToken.Prefix) {
-		// The common case, a live access token of the caller's, in one
-		// write without a read first; the reads below say what else it is.
-		accessHash = s.tokens().Key(token.AccessToken, value)
+	// The common case, a live token of the caller's, in one write without a
+	// read first, when the value's prefix names its kind; the reads below
+	// say what else it is.
+	kind, storeKind, liveType := token.AccessToken, store.KindAccess, events.TokenRevokeAccessTokenSuccess
+	if strings.HasPrefix(value, token.RefreshToken.Prefix) {
+		kind, storeKind, liveType = token.RefreshToken, store.KindRefresh, events.TokenRevokeRefreshTokenSuccess
+	}
+	var triedHash []byte // value's key as a token of kind, once computed
+	if strings.HasPrefix(value, kind.Prefix) {
+		triedHash = s.tokens().Key(kind, value)
 		now := s.Now().UTC()
-		done, err := s.Events.RecordOAuthBy(f, events.OAuth{Type: events.TokenRevokeAccessTokenSuccess, ClientID: client.ID,
-			AppName: client.Name}, func(ev store.Event) (bool, error) {
-			return s.Store.RevokeAccessToken(ctx, accessHash, client.ID, now, ev)
-		})
+		done, err := s.Events.RecordOAuthBy(f, events.OAuth{Type: liveType, ClientID: client.ID, AppName: client.Name},
+			func(ev store.Event) (bool, error) {
+				return s.Store.RevokeLiveToken(ctx, storeKind, triedHash, client.ID, now, ev)
+			})
 		if done || err != nil {
 			return err
 		}
@@ -79,8 +84,8 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 		kinds[0], kinds[1] = kinds[1], kinds[0]
 	}
 	for _, k := range kinds {
-		hash := accessHash
-		if k != token.AccessToken || hash == nil {
+		hash := triedHash
+		if k != kind || hash == nil {
 			hash = s.tokens().Key(k, value)
 		}
 		// Through the token cache: a token revoked already (a client's

@@ -222,14 +222,15 @@ type Tokens interface {
 	// (idempotent; nothing for an unknown one). Its caller reads the token
 	// first: reporting none would cost PostgreSQL's transaction a round trip.
 	RevokeToken(ctx context.Context, hash []byte, now time.Time) error
-	// RevokeAccessToken revokes clientID's live access token hash at now
-	// and appends ev with its TransactionID and UserID set to the token's
-	// grant and subject, without reading the token first. It reports
-	// false, having written nothing, when it revoked nothing: no such
-	// token, another client's, a refresh token, one revoked already (or a
+	// RevokeLiveToken revokes clientID's live token hash of kind (KindAccess
+	// or KindRefresh) at now, and a refresh token's whole grant with it, and
+	// appends ev with its TransactionID and UserID set to the token's grant
+	// and subject, without reading the token first. It reports false,
+	// having written nothing, when it revoked nothing: no such token,
+	// another client's, one of the other kind, one revoked already (or a
 	// case the store leaves to the read-first path); the caller then reads
 	// the token to say why.
-	RevokeAccessToken(ctx context.Context, hash []byte, clientID string, now time.Time, ev Event) (bool, error)
+	RevokeLiveToken(ctx context.Context, kind string, hash []byte, clientID string, now time.Time, ev Event) (bool, error)
 	// UseRefreshToken marks an unused refresh token used at now and returns it.
 	// It returns the token with ErrConflict when it was used before — so that
 	// the caller can revoke the grant (reuse detection) — and ErrNotFound when unknown.

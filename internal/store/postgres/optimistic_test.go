@@ -52,7 +52,7 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 	// A revocation without a read is its one statement too.
 	req = optimistic()
 	before = statements.Load()
-	if ok, err := a.RevokeAccessToken(req, t3.Hash, "c1", now, event("revoked")); !ok || err != nil ||
+	if ok, err := a.RevokeLiveToken(req, store.KindAccess, t3.Hash, "c1", now, event("revoked")); !ok || err != nil ||
 		statements.Load()-before != 1 || !stored("revoked") {
 		t.Errorf("a revocation without a read: %v, %v after %d statements, stored %v; want it alone",
 			ok, err, statements.Load()-before, stored("revoked"))
@@ -81,7 +81,7 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 		},
 		"a use": func(ctx context.Context) error { _, err := a.CountTokenUse(ctx, t2.Hash); return err },
 		"a revocation without a read": func(ctx context.Context) error {
-			_, err := a.RevokeAccessToken(ctx, t2.Hash, "c1", now, event("stale revocation"))
+			_, err := a.RevokeLiveToken(ctx, store.KindAccess, t2.Hash, "c1", now, event("stale revocation"))
 			return err
 		},
 	} {
@@ -348,14 +348,14 @@ func TestRevocationWithoutAReadMovesTheGenerationOnlyWhenItRevokes(t *testing.T)
 		name, client string
 		hash         []byte
 	}{{"an unknown token", "c1", []byte("nope")}, {"another client's", "c2", live.Hash}, {"one revoked already", "c1", revoked.Hash}} {
-		if ok, err := a.RevokeAccessToken(ctx, c.hash, c.client, o.now, ev); ok || err != nil {
+		if ok, err := a.RevokeLiveToken(ctx, store.KindAccess, c.hash, c.client, o.now, ev); ok || err != nil {
 			t.Errorf("%s: %v, %v; want false, nil", c.name, ok, err)
 		}
 	}
 	if after := gen(); after != before {
 		t.Errorf("revocations of nothing moved the token generation %d → %d", before, after)
 	}
-	if ok, err := a.RevokeAccessToken(ctx, live.Hash, "c1", o.now, ev); !ok || err != nil {
+	if ok, err := a.RevokeLiveToken(ctx, store.KindAccess, live.Hash, "c1", o.now, ev); !ok || err != nil {
 		t.Fatalf("the live token: %v, %v", ok, err)
 	}
 	if after := gen(); after == before {

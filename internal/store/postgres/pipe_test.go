@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 	"github.com/latchkey/latchkey/internal/store/sqlstore"
@@ -93,7 +94,7 @@ func (tc *turnCounter) relay(c, s net.Conn) {
 // the inserts, COMMIT). An access token's revocation — the token's UPDATE
 // and its event — is one statement that commits itself: one round trip. A
 // refresh's — its token read with the person's share lock, then its
-// writes — two.
+// writes — two. A refresh token's revocation, with its grant's, is one.
 func TestTransactionRoundTrips(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	u, err := url.Parse(dsn)
@@ -162,6 +163,44 @@ func TestTransactionRoundTrips(t *testing.T) {
 	}
 	if n := least(refresh); n != 2 {
 		t.Errorf("a refresh's transaction took %d round trips, want 2", n)
+	}
+	// A refresh token's revocation without a read first: the token, its
+	// grant, the grant's other tokens and the event in one statement.
+	for i := range 4 {
+		id := fmt.Sprintf("lg%d", i)
+		if err := issueWrites(ctx, s, id, "at-"+id, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateToken(ctx, store.Token{Hash: []byte("rt-" + id), Kind: store.KindRefresh, GrantID: id,
+			ClientID: "c1", Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// In a request, whose client's authentication has read the
+	// generations (PerRequest): the cache's check for a token revoked
+	// already reads none again.
+	logout := int64(1 << 30)
+	for i := range 4 {
+		id := fmt.Sprintf("lg%d", i)
+		rctx := client.PerRequest(ctx)
+		if _, err := s.gens.Get(rctx); err != nil {
+			t.Fatal(err)
+		}
+		before := proxy.turns.Load()
+		ok, err := s.RevokeLiveToken(rctx, store.KindRefresh, []byte("rt-"+id), "c1", now, store.Event{ID: "r-" + id,
+			Kind: store.EventOAuth, Type: "T", ClientID: "c1", Occurred: now})
+		if err != nil || !ok {
+			t.Fatalf("%s: revoked %v, %v", id, ok, err)
+		}
+		if i > 0 { // the first prepares its statement
+			logout = min(logout, proxy.turns.Load()-before)
+		}
+	}
+	if logout != 1 {
+		t.Errorf("a refresh token's revocation took %d round trips, want 1", logout)
+	}
+	if tok, gr, err := s.GetTokenGrant(ctx, []byte("at-lg3")); err != nil || tok.RevokedAt.IsZero() || gr.RevokedAt.IsZero() {
+		t.Errorf("the last revoked grant's access token: revoked at %v, grant at %v, %v", tok.RevokedAt, gr.RevokedAt, err)
 	}
 	for i := range 4 {
 		if tok, err := s.GetToken(ctx, []byte(fmt.Sprintf("g%d", i))); err != nil || !tok.RevokedAt.Equal(now.Truncate(time.Microsecond)) {

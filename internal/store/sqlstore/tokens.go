@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -74,15 +75,20 @@ func (db *DB) SetGrantData(ctx context.Context, id string, data []byte) error {
 // RevokeGrant revokes a grant and every token it issued, in one transaction.
 func (db *DB) RevokeGrant(ctx context.Context, id string, now time.Time) error {
 	return db.Tx(ctx, func(st store.Store) error {
-		tx := st.(*DB)
-		if err := tx.execOne(ctx, `UPDATE grants SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
-			WHERE id = ?`, micros(now), id); err != nil {
-			return err
-		}
-		_, err := tx.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at = 0`, micros(now), id)
-		tx.invalidate(invalidation{grant: id})
-		return err
+		return st.(*DB).revokeGrantRows(ctx, id, now)
 	})
+}
+
+// revokeGrantRows marks grant id and its live tokens revoked at now (in a
+// transaction): ErrNotFound when there is no such grant.
+func (db *DB) revokeGrantRows(ctx context.Context, id string, now time.Time) error {
+	if err := db.execOne(ctx, `UPDATE grants SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END
+		WHERE id = ?`, micros(now), id); err != nil {
+		return err
+	}
+	_, err := db.exec(ctx, `UPDATE tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at = 0`, micros(now), id)
+	db.invalidate(invalidation{grant: id})
+	return err
 }
 
 const tokenColumns = `hash, kind, grant_id, client_id, subject, scopes, issued_at, expires_at, usage_limit,
@@ -284,16 +290,21 @@ func (db *DB) RevokeToken(ctx context.Context, hash []byte, now time.Time) error
 	return err
 }
 
-// RevokeAccessToken revokes clientID's live access token hash at now and
-// appends ev, its TransactionID and UserID the token's grant and subject,
-// without reading the token first: on PostgreSQL one statement, which
-// shares a commit outside a transaction, where a read and then the
-// transaction took two round trips. When it revokes nothing (no such
-// token, another client's, one revoked already, or a subject outside ASCII
-// on PostgreSQL: migration 0033) it writes nothing and reports false, and
-// its caller reads the token to say why. A token the cache holds as
-// revoked is not tried: a repeated revocation costs no write but its event.
-func (db *DB) RevokeAccessToken(ctx context.Context, hash []byte, clientID string, now time.Time, ev store.Event) (bool, error) {
+// RevokeLiveToken revokes clientID's live token hash of kind at now (a
+// refresh token with its grant and the grant's other tokens) and appends
+// ev, its TransactionID and UserID the token's grant and subject, without
+// reading the token first: on PostgreSQL one statement, which shares a
+// commit outside a transaction, where a read and then the transaction
+// took two round trips or more. When it revokes nothing (no such token,
+// another client's, one of the other kind, one revoked already, or a
+// subject outside ASCII on PostgreSQL: migrations 0033 and 0034) it writes
+// nothing and reports false, and its caller reads the token to say why. A
+// token the cache holds as revoked is not tried: a repeated revocation
+// costs no write but its event.
+func (db *DB) RevokeLiveToken(ctx context.Context, kind string, hash []byte, clientID string, now time.Time, ev store.Event) (bool, error) {
+	if kind != store.KindAccess && kind != store.KindRefresh {
+		return false, fmt.Errorf("sqlstore: no such token kind %q", kind)
+	}
 	if err := store.CheckEventKinds([]store.Event{ev}); err != nil {
 		return false, err // (PostgreSQL's statement inserts it itself)
 	}
@@ -307,7 +318,7 @@ func (db *DB) RevokeAccessToken(ctx context.Context, hash []byte, clientID strin
 		}
 	}
 	if db.d.Pipe != nil {
-		return db.revokeAccessInOne(ctx, hash, clientID, now, ev)
+		return db.revokeLiveInOne(ctx, kind, hash, clientID, now, ev)
 	}
 	var revoked bool
 	err := db.Tx(ctx, func(st store.Store) error {
@@ -315,8 +326,8 @@ func (db *DB) RevokeAccessToken(ctx context.Context, hash []byte, clientID strin
 		out := ev
 		revoked = false
 		err := tx.queryRowWrite(ctx, `UPDATE tokens SET revoked_at = ?
-			WHERE hash = ? AND client_id = ? AND kind = 'access' AND revoked_at = 0 RETURNING grant_id, subject`,
-			micros(now), hash, clientID).Scan(&out.TransactionID, &out.UserID)
+			WHERE hash = ? AND client_id = ? AND kind = ? AND revoked_at = 0 RETURNING grant_id, subject`,
+			micros(now), hash, clientID, kind).Scan(&out.TransactionID, &out.UserID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -325,16 +336,22 @@ func (db *DB) RevokeAccessToken(ctx context.Context, hash []byte, clientID strin
 		}
 		revoked = true
 		tx.invalidate(invalidation{token: hash})
+		if kind == store.KindRefresh {
+			if err := tx.revokeGrantRows(ctx, out.TransactionID, now); err != nil {
+				return err
+			}
+		}
 		return tx.AppendEvents(ctx, out)
 	})
 	return revoked && err == nil, err
 }
 
-// revokeAccessInOne is RevokeAccessToken as one statement (PostgreSQL):
-// latchkey_revoke_access's rows feed the event's insert. Outside a
-// transaction it commits itself, sharing the commit (execShared), and the
-// function checks the generations the request decided on first.
-func (db *DB) revokeAccessInOne(ctx context.Context, hash []byte, clientID string, now time.Time, ev store.Event) (bool, error) {
+// revokeLiveInOne is RevokeLiveToken as one statement (PostgreSQL): the
+// rows of latchkey_revoke_access or latchkey_revoke_refresh feed the
+// event's insert. Outside a transaction it commits itself, sharing the
+// commit (execShared), and the function checks the generations the request
+// decided on first.
+func (db *DB) revokeLiveInOne(ctx context.Context, kind string, hash []byte, clientID string, now time.Time, ev store.Event) (bool, error) {
 	expect := noExpectation
 	o := db.shared.optimism
 	if o != nil && !db.inTx {
@@ -344,19 +361,26 @@ func (db *DB) revokeAccessInOne(ctx context.Context, hash []byte, clientID strin
 			return false, err
 		}
 	}
+	fn := "latchkey_revoke_access"
+	if kind == store.KindRefresh {
+		fn = "latchkey_revoke_refresh"
+	}
 	e := eventArgs(ev)
 	args := append([]any{hash, clientID, micros(now), expect.Client, expect.Token}, e[:6]...) // id … app_name
 	args = append(args, e[9:]...)                                                             // person_id … occurred
-	n, err := db.execShared(ctx, `WITH revoked AS (SELECT grant_id, subject FROM latchkey_revoke_access(?, ?, ?, ?, ?)),
+	n, err := db.execShared(ctx, `WITH revoked AS (SELECT grant_id, subject FROM `+fn+`(?, ?, ?, ?, ?)),
 		event AS (INSERT INTO events (`+eventRowColumns+`)
 			SELECT ?, ?, ?, ?, ?, ?, grant_id, subject, lower(subject COLLATE "C"), ?, ?, ?, ?, ?, ?, ?::bigint FROM revoked)
-		SELECT true FROM revoked`, args...)
+		SELECT grant_id FROM revoked`, args...)
 	if expect != noExpectation && (err == nil || errors.Is(err, store.ErrStale)) {
 		o.Settle(ctx, err == nil)
 	}
 	if err != nil || n == 0 {
 		return false, err
 	}
+	// The grant's other tokens need no invalidation of their own here: the
+	// cache answers an entry only under the token generation it was read
+	// under (TokenCache.Generation), and the function's UPDATE moved it.
 	db.invalidate(invalidation{token: hash})
 	return true, nil
 }

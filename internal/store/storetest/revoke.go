@@ -302,25 +302,25 @@ func testRevokeAccessToken(t *testing.T, s store.Store) {
 	for _, c := range []struct{ name, hash string }{
 		{"unknown", "nope"}, {"another client's", "at2"}, {"a refresh token", "rt1"},
 	} {
-		ok, err := s.RevokeAccessToken(ctx(), []byte(c.hash), "c1", now, revocationEvent("e-"+c.hash, now))
+		ok, err := s.RevokeLiveToken(ctx(), store.KindAccess, []byte(c.hash), "c1", now, revocationEvent("e-"+c.hash, now))
 		if ok || err != nil {
-			t.Errorf("%s: RevokeAccessToken = %v, %v; want false, nil", c.name, ok, err)
+			t.Errorf("%s: RevokeLiveToken = %v, %v; want false, nil", c.name, ok, err)
 		}
 	}
 	odd := revocationEvent("e-odd", now)
 	odd.Kind = "odd"
-	if ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", now, odd); ok || err == nil {
+	if ok, err := s.RevokeLiveToken(ctx(), store.KindAccess, []byte("at1"), "c1", now, odd); ok || err == nil {
 		t.Errorf("an event of an unknown kind: %v, %v; want an error", ok, err)
 	}
-	ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", now, revocationEvent("e1", now))
+	ok, err := s.RevokeLiveToken(ctx(), store.KindAccess, []byte("at1"), "c1", now, revocationEvent("e1", now))
 	if !ok || err != nil {
-		t.Fatalf("RevokeAccessToken of a live token = %v, %v", ok, err)
+		t.Fatalf("RevokeLiveToken of a live token = %v, %v", ok, err)
 	}
 	if tk, gr, err := s.GetTokenGrant(ctx(), []byte("at1")); err != nil || tk.Active(gr, now) || !tk.RevokedAt.Equal(now) {
 		t.Errorf("at1 after: active %v, revoked at %v, %v; want revoked at %v", tk.Active(gr, now), tk.RevokedAt, err, now)
 	}
 	later := now.Add(time.Minute)
-	if ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", later, revocationEvent("e2", later)); ok || err != nil {
+	if ok, err := s.RevokeLiveToken(ctx(), store.KindAccess, []byte("at1"), "c1", later, revocationEvent("e2", later)); ok || err != nil {
 		t.Errorf("a second revocation = %v, %v; want false, nil", ok, err)
 	}
 	if tk, err := s.GetToken(ctx(), []byte("at1")); err != nil || !tk.RevokedAt.Equal(now) {
@@ -328,9 +328,9 @@ func testRevokeAccessToken(t *testing.T, s store.Store) {
 	}
 	// In a transaction too.
 	if err := s.Tx(ctx(), func(tx store.Store) error {
-		ok, err := tx.RevokeAccessToken(ctx(), []byte("at3"), "c1", now, revocationEvent("e3", now))
+		ok, err := tx.RevokeLiveToken(ctx(), store.KindAccess, []byte("at3"), "c1", now, revocationEvent("e3", now))
 		if !ok && err == nil {
-			t.Error("RevokeAccessToken in a transaction revoked nothing")
+			t.Error("RevokeLiveToken in a transaction revoked nothing")
 		}
 		return err
 	}); err != nil {
@@ -369,7 +369,7 @@ func testRevokeAccessTokenRace(t *testing.T, s store.Store) {
 	var n atomic.Int64
 	notRevoked := errors.New("not revoked")
 	wins := race(t, 20, func() error {
-		ok, err := s.RevokeAccessToken(ctx(), []byte("at1"), "c1", t0, revocationEvent(fmt.Sprintf("e%d", n.Add(1)), t0))
+		ok, err := s.RevokeLiveToken(ctx(), store.KindAccess, []byte("at1"), "c1", t0, revocationEvent(fmt.Sprintf("e%d", n.Add(1)), t0))
 		if err == nil && !ok {
 			err = notRevoked
 		}
@@ -380,5 +380,144 @@ func testRevokeAccessTokenRace(t *testing.T, s store.Store) {
 	}
 	if got, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventOAuth}, 0, 30); err != nil || len(got) != 1 {
 		t.Errorf("%d events, %v; want 1", len(got), err)
+	}
+}
+
+// refreshRevocationEvent is the event a revocation of a refresh token
+// appends, before the store sets its grant and subject.
+func refreshRevocationEvent(id string, at time.Time) store.Event {
+	e := revocationEvent(id, at)
+	e.Type, e.Name = "TOKEN_REVOKE_REFRESH_TOKEN_SUCCESS", "Token Revoke Refresh Token Success"
+	return e
+}
+
+// testRevokeRefreshToken: a revocation of a refresh token without a read
+// first revokes the caller's live refresh token with its grant and the
+// grant's other tokens, and appends its event with the grant and subject;
+// in every other case it writes nothing and says so. Reads answered from
+// memory see every token of the grant revoked.
+func testRevokeRefreshToken(t *testing.T, s store.Store) {
+	for _, id := range []string{"g1", "g2", "g3"} {
+		g := grant(id)
+		g.Subject = "Person-One"
+		if err := s.CreateGrant(ctx(), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := func(hash, kind, grantID, client string) {
+		t.Helper()
+		tk := tok(hash, kind, grantID)
+		tk.Subject, tk.ClientID = "Person-One", client
+		if err := s.CreateToken(ctx(), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine("rt1", store.KindRefresh, "g1", "c1")
+	mine("at1", store.KindAccess, "g1", "c1")
+	mine("rt2", store.KindRefresh, "g2", "c2")
+	mine("at2", store.KindAccess, "g2", "c1")
+	mine("rt3", store.KindRefresh, "g3", "c1")
+	now := t0.Add(time.Minute)
+	// A cached live answer for the grant's access token, which the
+	// revocation must drop.
+	if tk, gr, err := s.GetTokenGrant(ctx(), []byte("at1")); err != nil || !tk.Active(gr, now) {
+		t.Fatalf("at1 before: active %v, %v", tk.Active(gr, now), err)
+	}
+	for _, c := range []struct{ name, hash string }{
+		{"unknown", "nope"}, {"another client's", "rt2"}, {"an access token", "at2"},
+	} {
+		ok, err := s.RevokeLiveToken(ctx(), store.KindRefresh, []byte(c.hash), "c1", now, refreshRevocationEvent("e-"+c.hash, now))
+		if ok || err != nil {
+			t.Errorf("%s: RevokeLiveToken = %v, %v; want false, nil", c.name, ok, err)
+		}
+	}
+	odd := refreshRevocationEvent("e-odd", now)
+	odd.Kind = "odd"
+	if ok, err := s.RevokeLiveToken(ctx(), store.KindRefresh, []byte("rt1"), "c1", now, odd); ok || err == nil {
+		t.Errorf("an event of an unknown kind: %v, %v; want an error", ok, err)
+	}
+	ok, err := s.RevokeLiveToken(ctx(), store.KindRefresh, []byte("rt1"), "c1", now, refreshRevocationEvent("e1", now))
+	if !ok || err != nil {
+		t.Fatalf("RevokeLiveToken of a live refresh token = %v, %v", ok, err)
+	}
+	for _, h := range []string{"rt1", "at1"} {
+		if tk, gr, err := s.GetTokenGrant(ctx(), []byte(h)); err != nil || tk.Active(gr, now) || !tk.RevokedAt.Equal(now) ||
+			!gr.RevokedAt.Equal(now) {
+			t.Errorf("%s after: active %v, revoked at %v, grant revoked at %v, %v; want both at %v",
+				h, tk.Active(gr, now), tk.RevokedAt, gr.RevokedAt, err, now)
+		}
+	}
+	later := now.Add(time.Minute)
+	if ok, err := s.RevokeLiveToken(ctx(), store.KindRefresh, []byte("rt1"), "c1", later, refreshRevocationEvent("e2", later)); ok || err != nil {
+		t.Errorf("a second revocation = %v, %v; want false, nil", ok, err)
+	}
+	if g, err := s.GetGrant(ctx(), "g1"); err != nil || !g.RevokedAt.Equal(now) {
+		t.Errorf("a second revocation moved the grant's revoked_at to %v (%v), want %v", g.RevokedAt, err, now)
+	}
+	// In a transaction too.
+	if err := s.Tx(ctx(), func(tx store.Store) error {
+		ok, err := tx.RevokeLiveToken(ctx(), store.KindRefresh, []byte("rt3"), "c1", now, refreshRevocationEvent("e3", now))
+		if !ok && err == nil {
+			t.Error("RevokeLiveToken in a transaction revoked nothing")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.GetGrant(ctx(), "g3"); err != nil || !g.RevokedAt.Equal(now) {
+		t.Errorf("g3 after its refresh token's revocation in a transaction: revoked at %v, %v", g.RevokedAt, err)
+	}
+	for _, h := range []string{"rt2", "at2"} {
+		if tk, gr, err := s.GetTokenGrant(ctx(), []byte(h)); err != nil || !tk.RevokedAt.IsZero() || !gr.RevokedAt.IsZero() {
+			t.Errorf("%s after the others' revocations: revoked at %v, grant at %v, %v", h, tk.RevokedAt, gr.RevokedAt, err)
+		}
+	}
+	got, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventOAuth}, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Event{refreshRevocationEvent("e3", now), refreshRevocationEvent("e1", now)}
+	want[0].TransactionID, want[1].TransactionID = "g3", "g1"
+	for i := range want {
+		want[i].UserID, want[i].Occurred = "Person-One", now.Truncate(time.Millisecond).UTC()
+	}
+	if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+}
+
+// testRevokeRefreshTokenRace: of concurrent revocations of two refresh
+// tokens of one grant (a rotation's old and new), exactly one revokes, one
+// event is appended, and none fails.
+func testRevokeRefreshTokenRace(t *testing.T, s store.Store) {
+	if err := s.CreateGrant(ctx(), grant("g1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"rt1", "rt2"} {
+		if err := s.CreateToken(ctx(), tok(h, store.KindRefresh, "g1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n atomic.Int64
+	notRevoked := errors.New("not revoked")
+	wins := race(t, 20, func() error {
+		i := n.Add(1)
+		h := []byte(fmt.Sprintf("rt%d", 1+i%2))
+		ok, err := s.RevokeLiveToken(ctx(), store.KindRefresh, h, "c1", t0, refreshRevocationEvent(fmt.Sprintf("e%d", i), t0))
+		if err == nil && !ok {
+			err = notRevoked
+		}
+		return err
+	}, notRevoked)
+	if wins != 1 {
+		t.Errorf("%d of 20 concurrent revocations of one grant's refresh tokens revoked, want 1", wins)
+	}
+	if got, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventOAuth}, 0, 30); err != nil || len(got) != 1 {
+		t.Errorf("%d events, %v; want 1", len(got), err)
+	}
+	for _, h := range []string{"rt1", "rt2"} {
+		if tk, err := s.GetToken(ctx(), []byte(h)); err != nil || tk.RevokedAt.IsZero() {
+			t.Errorf("%s: revoked at %v, %v; want revoked", h, tk.RevokedAt, err)
+		}
 	}
 }
