@@ -216,7 +216,9 @@ type Tokens interface {
 	// the lock and commit the transaction's writes only if the person, the
 	// token and the grant are unchanged at the commit, under the person's
 	// share lock; if they changed, Tx runs the function again (so it must
-	// be one that may run twice) with the locking read.
+	// be one that may run twice) with the locking read. It may answer what
+	// an earlier such read found, when the commit checks it the same way;
+	// a run that then commits no write (it refused) runs again on a read.
 	GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (Token, Grant, Person, error)
 	// RevokeToken marks one token revoked at now, if there is such a token
 	// (idempotent; nothing for an unknown one). Its caller reads the token

@@ -83,6 +83,13 @@ type lazyTx struct {
 	// statement of the guard it goes with reads its rows as "burn".
 	use    *codeUse
 	locked bool // this run's reads lock: a guarded read has failed once
+	// reread: this run's guarded read reads, not from guardedReads (a run
+	// that answered from there did not confirm what it decided on).
+	reread bool
+	// cachedRead is the token hash whose guarded read this run answered
+	// from guardedReads; guardSent tells whether the guard went out.
+	cachedRead []byte
+	guardSent  bool
 	// expect, until it is sent, is the generations the request decided on
 	// without reading them: the first statement checks them
 	// (latchkey_guard_generations, expectCall).
@@ -242,7 +249,7 @@ func (db *DB) guardStatement(wait bool) (string, []any) {
 	if !wait {
 		held = l.pending
 	}
-	l.guard, l.use = nil, nil
+	l.guard, l.use, l.guardSent = nil, nil, true
 	return joinHeld(use, held, &call)
 }
 

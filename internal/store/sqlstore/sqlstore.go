@@ -150,9 +150,10 @@ type shared struct {
 	// for itself.
 	pending     sync.Map
 	batch       txBatch
-	selfCommits selfCommits // lazy transactions of one statement (selfcommit.go)
-	sharedReads selfCommits // plain one-row reads by key (queryRowShared), sharing round trips the same way
-	tokens      *TokenCache // nil: no token cache
+	selfCommits selfCommits  // lazy transactions of one statement (selfcommit.go)
+	sharedReads selfCommits  // plain one-row reads by key (queryRowShared), sharing round trips the same way
+	tokens      *TokenCache  // nil: no token cache
+	guarded     guardedReads // what guarded reads found (lazy transactions only)
 	// scopeCache: nil, no scope cache.
 	scopeCache *ScopeCache
 	events     GroupCommit              // the event sink outside a transaction
@@ -324,9 +325,15 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 // moved; the request learns either way (Optimism.Settle). A transaction
 // that sends nothing leaves them unconfirmed.
 func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error, expect *Generations) error {
-	checked, err := db.runLazyOnce(ctx, fn, false, expect)
+	l, checked, err := db.runLazyOnce(ctx, fn, &lazyTx{expect: expect})
+	if l.cachedRead != nil && (errors.Is(err, ErrStaleRead) || !l.guardSent) {
+		// It decided on a kept read that no guard confirmed (it refused,
+		// or wrote nothing), or whose guard failed: nothing was written.
+		db.shared.guarded.drop(l.cachedRead)
+		l, checked, err = db.runLazyOnce(ctx, fn, &lazyTx{reread: true, expect: expect})
+	}
 	if errors.Is(err, ErrStaleRead) {
-		checked, err = db.runLazyOnce(ctx, fn, true, expect)
+		_, checked, err = db.runLazyOnce(ctx, fn, &lazyTx{locked: true, expect: expect})
 	}
 	if expect != nil {
 		switch {
@@ -339,9 +346,10 @@ func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error, expect 
 	return err
 }
 
-func (db *DB) runLazyOnce(ctx context.Context, fn func(store.Store) error, locked bool, expect *Generations) (checked bool, err error) {
+// runLazyOnce runs fn once in the lazy transaction l, which it returns.
+func (db *DB) runLazyOnce(ctx context.Context, fn func(store.Store) error, l *lazyTx) (_ *lazyTx, checked bool, err error) {
+	expect := l.expect
 	child := db.txChild(nil)
-	l := &lazyTx{locked: locked, expect: expect}
 	child.lazy = l
 	defer func() { checked = l.expect == nil && expect != nil }()
 	defer func() {
@@ -353,9 +361,9 @@ func (db *DB) runLazyOnce(ctx context.Context, fn func(store.Store) error, locke
 		db.endLazy(child)
 	}()
 	if err := fn(child); err != nil {
-		return false, rollbackLazy(ctx, l, err)
+		return l, false, rollbackLazy(ctx, l, err)
 	}
-	return false, db.commitLazy(ctx, child)
+	return l, false, db.commitLazy(ctx, child)
 }
 
 // endLazy gives back a lazy transaction's connection, then ends it as

@@ -246,20 +246,32 @@ var tokenGrantPersonVersions = strings.Replace(tokenGrantPersonQuery, "SELECT ",
 // otherwise fails with ErrStaleRead, on which Tx runs the function again
 // with GetTokenGrantSharePerson's locking read. A statement that needs a
 // transaction begun takes the share lock and checks the versions first.
+// What a guarded read found is kept (guardedReads): a refresh of the same
+// token sends no read while the rows are unchanged, its guard checks them.
 func (db *DB) GetTokenGrantGuardPerson(ctx context.Context, hash []byte) (store.Token, store.Grant, store.Person, error) {
 	l := db.lazy
 	if !l.mayGuard() {
 		return db.GetTokenGrantSharePerson(ctx, hash)
 	}
-	var pv, tv, gv string
-	t, g, p, err := db.scanTokenGrantPerson(db.queryRowShared(ctx, tokenGrantPersonVersions, hash), &pv, &tv, &gv)
-	if err != nil {
-		return t, g, p, err
+	now := time.Now()
+	r, ok := guardedRead{}, false
+	if !l.reread {
+		r, ok = db.shared.guarded.get(hash, now)
+	}
+	if ok {
+		l.cachedRead = hash
+	} else {
+		var err error
+		r.t, r.g, r.p, err = db.scanTokenGrantPerson(db.queryRowShared(ctx, tokenGrantPersonVersions, hash), &r.pv, &r.tv, &r.gv)
+		if err != nil {
+			return r.t, r.g, r.p, err
+		}
+		db.shared.guarded.put(hash, r, now)
 	}
 	// Completed with its last argument, wait, where it is sent.
 	l.guard = &heldInsert{q: "SELECT latchkey_guard_issue(?, ?, ?, ?, ?, ?",
-		args: []any{p.ID, pv, hash, tv, g.ID, gv}}
-	return t, g, p, nil
+		args: []any{r.p.ID, r.pv, hash, r.tv, r.g.ID, r.gv}}
+	return r.t, r.g, r.p, nil
 }
 
 // readTokenGrant reads a token and its grant; outside a transaction
