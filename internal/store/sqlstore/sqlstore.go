@@ -330,7 +330,7 @@ func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error, expect 
 		// It decided on a kept read that no guard confirmed (it refused,
 		// or wrote nothing), or whose guard failed: nothing was written.
 		db.shared.guarded.drop(l.cachedRead)
-		l, checked, err = db.runLazyOnce(ctx, fn, &lazyTx{reread: true, expect: expect})
+		_, checked, err = db.runLazyOnce(ctx, fn, &lazyTx{reread: true, expect: expect})
 	}
 	if errors.Is(err, ErrStaleRead) {
 		_, checked, err = db.runLazyOnce(ctx, fn, &lazyTx{locked: true, expect: expect})
