@@ -96,14 +96,7 @@ func (tc *turnCounter) relay(c, s net.Conn) {
 // refresh's — its token read with the person's share lock, then its
 // writes — two. A refresh token's revocation, with its grant's, is one.
 func TestTransactionRoundTrips(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newTurnCounter(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
-	s := openWithPerson(t, u.String())
+	s, proxy := openCounted(t)
 	ctx := context.Background()
 	// The first run prepares the statements on the connection (a round
 	// trip of its own); a pooled connection idle for a second is pinged.
@@ -149,12 +142,7 @@ func TestTransactionRoundTrips(t *testing.T) {
 				return err
 			}
 			id := fmt.Sprintf("rt%d", i)
-			if err := tx.CreateToken(ctx, store.Token{Hash: []byte(id), Kind: store.KindAccess, GrantID: "g0",
-				ClientID: "c1", Subject: "p1", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
-				return err
-			}
-			return tx.EventSink().AppendEvents(ctx, store.Event{ID: "e-" + id, Kind: store.EventOAuth, Type: "T",
-				ClientID: "c1", Occurred: now})
+			return refreshWrites(ctx, tx, "g0", id)
 		})
 	}
 	if err := s.CreateToken(ctx, store.Token{Hash: []byte("r0"), Kind: store.KindRefresh, GrantID: "g0", ClientID: "c1",
@@ -207,6 +195,18 @@ func TestTransactionRoundTrips(t *testing.T) {
 			t.Errorf("token g%d after its revocation: revoked at %v, %v", i, tok.RevokedAt, err)
 		}
 	}
+}
+
+// openCounted opens a store on a new database, holding activePerson,
+// whose connections go through a turnCounter.
+func openCounted(t *testing.T) (*Store, *turnCounter) {
+	u, err := url.Parse(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newTurnCounter(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	return openWithPerson(t, u.String()), proxy
 }
 
 // activePerson is the person p1, whom issueTx issues for.
