@@ -20,6 +20,8 @@ import (
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/openapicheck"
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/store"
+	"github.com/latchkey/latchkey/internal/store/sqlstore"
 )
 
 const (
@@ -121,6 +123,37 @@ func TestAuthorizationCodeFlowWithRealClient(t *testing.T) {
 		_, err = cfg.TokenSource(ctx, fresh).Token()
 		if re, ok := err.(*oauth2.RetrieveError); !ok || re.ErrorCode != "invalid_grant" {
 			t.Errorf("refresh after revocation: %v, want invalid_grant", err)
+		}
+		// The logout sent again: answered alike, its event recorded, and
+		// nothing written that would move PostgreSQL's token generation
+		// (which empties every instance's token cache).
+		var gens interface {
+			Generations(context.Context) (sqlstore.Generations, error)
+		}
+		if strings.HasSuffix(t.Name(), "/postgres") {
+			gens = s.Store.(interface {
+				Generations(context.Context) (sqlstore.Generations, error)
+			})
+		}
+		var before sqlstore.Generations
+		if gens != nil {
+			if before, err = gens.Generations(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			if resp := post(t, s, "/oauth/revoke", url.Values{"token": {tok.RefreshToken}}, "web", webSecret); resp.status != 200 || resp.body != "" {
+				t.Errorf("a repeated revocation: %d %q", resp.status, resp.body)
+			}
+		}
+		if gens != nil {
+			if after, err := gens.Generations(ctx); err != nil || after.Token != before.Token {
+				t.Errorf("repeated revocations moved the token generation %d → %d (%v)", before.Token, after.Token, err)
+			}
+		}
+		n, err := s.Store.CountEvents(ctx, store.EventFilter{Kind: store.EventOAuth, Types: []string{"TOKEN_REVOKE_REFRESH_TOKEN_SUCCESS"}}, 10)
+		if err != nil || n != 3 {
+			t.Errorf("%d refresh token revocation events, %v; want 3", n, err)
 		}
 	})
 }

@@ -90,7 +90,7 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 		}
 		// Through the token cache: a token revoked already (a client's
 		// retry) is answered from memory while no revocation has moved it.
-		t, _, err := s.Store.GetTokenGrantToChange(ctx, hash)
+		t, g, err := s.Store.GetTokenGrantToChange(ctx, hash)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -102,19 +102,23 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 			s.record(ctx, f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})
 			return newError(ErrUnauthorizedClient, "The token was not issued to this client.")
 		}
-		if t.Kind == store.KindAccess && !t.RevokedAt.IsZero() {
-			// Revoked already, and a revocation is never undone: a repeated
-			// request (a client's retry) writes nothing but its event, and
-			// takes no lock on the row.
-			s.record(ctx, f, events.OAuth{Type: events.TokenRevokeAccessTokenSuccess, ClientID: client.ID,
-				AppName: client.Name, UserID: t.Subject, TransactionID: t.GrantID})
+		typ := events.TokenRevokeAccessTokenSuccess
+		if t.Kind == store.KindRefresh {
+			typ = events.TokenRevokeRefreshTokenSuccess
+		}
+		ev := events.OAuth{Type: typ, ClientID: client.ID, AppName: client.Name, UserID: t.Subject, TransactionID: t.GrantID}
+		if !t.RevokedAt.IsZero() && (t.Kind == store.KindAccess || !g.RevokedAt.IsZero()) {
+			// Revoked already (a refresh token with its grant), and a
+			// revocation is never undone: a repeated request (a client's
+			// retry, a logout sent twice) writes nothing but its event,
+			// takes no lock, and moves no generation that every instance's
+			// token cache would be emptied by.
+			s.record(ctx, f, ev)
 			return nil
 		}
 		now := s.Now().UTC()
 		return s.Store.Tx(ctx, func(tx store.Store) error {
-			typ := events.TokenRevokeAccessTokenSuccess
 			if t.Kind == store.KindRefresh {
-				typ = events.TokenRevokeRefreshTokenSuccess
 				if err := tx.RevokeGrant(ctx, t.GrantID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
 					return err
 				}
@@ -122,8 +126,7 @@ func (s *Service) RevokeToken(ctx context.Context, f request.Facts, client store
 			if err := tx.RevokeToken(ctx, hash, now); err != nil {
 				return err
 			}
-			return s.Events.RecordOAuth(ctx, tx, f, events.OAuth{Type: typ, ClientID: client.ID, AppName: client.Name,
-				UserID: t.Subject, TransactionID: t.GrantID})
+			return s.Events.RecordOAuth(ctx, tx, f, ev)
 		})
 	}
 	s.record(ctx, f, events.OAuth{Type: events.TokenRevokeTokenInvalid, ClientID: client.ID, AppName: client.Name})

@@ -328,37 +328,41 @@ func (o *optimisticSetup) exists(t *testing.T, table, id string) bool {
 // generation, which every instance's cache and every optimistic request
 // follows, stays where it was. One that revokes moves it.
 func TestRevocationWithoutAReadMovesTheGenerationOnlyWhenItRevokes(t *testing.T) {
-	o := newOptimisticSetup(t)
-	a, b, ctx := o.a, o.b, context.Background()
-	live, revoked := o.issue(t, store.KindAccess, ""), o.issue(t, store.KindAccess, "")
-	if err := b.RevokeToken(ctx, revoked.Hash, o.now); err != nil {
-		t.Fatal(err)
-	}
-	gen := func() int64 {
-		t.Helper()
-		g, err := a.Generations(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g.Token
-	}
-	before := gen()
-	ev := store.Event{ID: "e", Kind: store.EventOAuth, Type: "T", ClientID: "c1", Occurred: o.now}
-	for _, c := range []struct {
-		name, client string
-		hash         []byte
-	}{{"an unknown token", "c1", []byte("nope")}, {"another client's", "c2", live.Hash}, {"one revoked already", "c1", revoked.Hash}} {
-		if ok, err := a.RevokeLiveToken(ctx, store.KindAccess, c.hash, c.client, o.now, ev); ok || err != nil {
-			t.Errorf("%s: %v, %v; want false, nil", c.name, ok, err)
-		}
-	}
-	if after := gen(); after != before {
-		t.Errorf("revocations of nothing moved the token generation %d → %d", before, after)
-	}
-	if ok, err := a.RevokeLiveToken(ctx, store.KindAccess, live.Hash, "c1", o.now, ev); !ok || err != nil {
-		t.Fatalf("the live token: %v, %v", ok, err)
-	}
-	if after := gen(); after == before {
-		t.Error("a revocation left the token generation where it was")
+	for _, kind := range []string{store.KindAccess, store.KindRefresh} {
+		t.Run(kind, func(t *testing.T) {
+			o := newOptimisticSetup(t)
+			a, b, ctx := o.a, o.b, context.Background()
+			live, revoked := o.issue(t, kind, ""), o.issue(t, kind, "")
+			if err := b.RevokeGrant(ctx, revoked.GrantID, o.now); err != nil {
+				t.Fatal(err)
+			}
+			gen := func() int64 {
+				t.Helper()
+				g, err := a.Generations(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g.Token
+			}
+			before := gen()
+			ev := store.Event{ID: "e", Kind: store.EventOAuth, Type: "T", ClientID: "c1", Occurred: o.now}
+			for _, c := range []struct {
+				name, client string
+				hash         []byte
+			}{{"an unknown token", "c1", []byte("nope")}, {"another client's", "c2", live.Hash}, {"one revoked already", "c1", revoked.Hash}} {
+				if ok, err := a.RevokeLiveToken(ctx, kind, c.hash, c.client, o.now, ev); ok || err != nil {
+					t.Errorf("%s: %v, %v; want false, nil", c.name, ok, err)
+				}
+			}
+			if after := gen(); after != before {
+				t.Errorf("revocations of nothing moved the token generation %d → %d", before, after)
+			}
+			if ok, err := a.RevokeLiveToken(ctx, kind, live.Hash, "c1", o.now, ev); !ok || err != nil {
+				t.Fatalf("the live token: %v, %v", ok, err)
+			}
+			if after := gen(); after == before {
+				t.Error("a revocation left the token generation where it was")
+			}
+		})
 	}
 }
