@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -264,12 +265,27 @@ func TestKeptGuardedReadsAreConfirmedOrReadAgain(t *testing.T) {
 			t.Fatalf("refresh %d: %v", i, err)
 		}
 	}
-	if _, _, turns, err := refresh(); err != nil || turns != 1 {
-		t.Errorf("a refresh on a kept read: %d round trips, %v; want 1, nil", turns, err)
+	// The least of three: a pooled connection idle for a second is pinged
+	// first, which a slow machine may add to any one of them.
+	leastTurns := func() int64 {
+		t.Helper()
+		least := int64(1 << 30)
+		for range 3 {
+			_, _, turns, err := refresh()
+			if err != nil {
+				t.Fatalf("a refresh on a kept read: %v", err)
+			}
+			least = min(least, turns)
+		}
+		return least
+	}
+	if turns := leastTurns(); turns != 1 {
+		t.Errorf("a refresh on a kept read: %d round trips, want 1", turns)
 	}
 	// Blocked after the read was kept: the guard fails, and the run after
 	// it reads the person blocked.
 	setStatus("BLOCKED")
+	refused := []int{n + 1}
 	if status, _, _, err := refresh(); !errors.Is(err, errRefused) || status != "BLOCKED" {
 		t.Errorf("after a block: saw %q, %v; want BLOCKED, refused", status, err)
 	}
@@ -279,20 +295,21 @@ func TestKeptGuardedReadsAreConfirmedOrReadAgain(t *testing.T) {
 	if status, _, _, err := refresh(); err != nil || status != "ACTIVATED" {
 		t.Errorf("after the person is active again: saw %q, %v; want ACTIVATED, nil", status, err)
 	}
-	if _, _, turns, err := refresh(); err != nil || turns != 1 {
-		t.Errorf("then on a kept read again: %d round trips, %v; want 1, nil", turns, err)
+	if turns := leastTurns(); turns != 1 {
+		t.Errorf("then on a kept read again: %d round trips, want 1", turns)
 	}
 	// Revoked after the read was kept.
 	if err := s.RevokeGrant(ctx, "g0", now); err != nil {
 		t.Fatal(err)
 	}
+	refused = append(refused, n+1)
 	if _, revoked, _, err := refresh(); !errors.Is(err, errRefused) || !revoked {
 		t.Errorf("after the grant's revocation: saw it revoked %v, %v; want true, refused", revoked, err)
 	}
-	// No access token was issued by a refused refresh.
+	// No access token was issued by a refused refresh, one by each other.
 	for i := 1; i <= n; i++ {
 		_, err := s.GetToken(ctx, []byte(fmt.Sprintf("ra%d", i)))
-		if issued, want := err == nil, i <= 4 || i == 6 || i == 7; issued != want {
+		if issued, want := err == nil, !slices.Contains(refused, i); issued != want {
 			t.Errorf("ra%d issued %v (%v), want %v", i, issued, err, want)
 		}
 	}
