@@ -349,7 +349,8 @@ func (db *DB) RevokeLiveToken(ctx context.Context, kind string, hash []byte, cli
 		revoked = true
 		tx.invalidate(invalidation{token: hash})
 		if kind == store.KindRefresh {
-			if err := tx.revokeGrantRows(ctx, out.TransactionID, now); err != nil {
+			// (A grant gone already: the token alone, as on PostgreSQL.)
+			if err := tx.revokeGrantRows(ctx, out.TransactionID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}

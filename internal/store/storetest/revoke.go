@@ -417,6 +417,7 @@ func testRevokeRefreshToken(t *testing.T, s store.Store) {
 	mine("rt2", store.KindRefresh, "g2", "c2")
 	mine("at2", store.KindAccess, "g2", "c1")
 	mine("rt3", store.KindRefresh, "g3", "c1")
+	mine("rt4", store.KindRefresh, "gone", "c1") // its grant removed already
 	now := t0.Add(time.Minute)
 	// A cached live answer for the grant's access token, which the
 	// revocation must drop.
@@ -467,6 +468,12 @@ func testRevokeRefreshToken(t *testing.T, s store.Store) {
 	if g, err := s.GetGrant(ctx(), "g3"); err != nil || !g.RevokedAt.Equal(now) {
 		t.Errorf("g3 after its refresh token's revocation in a transaction: revoked at %v, %v", g.RevokedAt, err)
 	}
+	if ok, err := s.RevokeLiveToken(ctx(), store.KindRefresh, []byte("rt4"), "c1", now, refreshRevocationEvent("e4", now)); !ok || err != nil {
+		t.Errorf("a refresh token whose grant is gone: %v, %v; want true, nil", ok, err)
+	}
+	if tk, err := s.GetToken(ctx(), []byte("rt4")); err != nil || !tk.RevokedAt.Equal(now) {
+		t.Errorf("rt4 after its revocation: revoked at %v, %v", tk.RevokedAt, err)
+	}
 	for _, h := range []string{"rt2", "at2"} {
 		if tk, gr, err := s.GetTokenGrant(ctx(), []byte(h)); err != nil || !tk.RevokedAt.IsZero() || !gr.RevokedAt.IsZero() {
 			t.Errorf("%s after the others' revocations: revoked at %v, grant at %v, %v", h, tk.RevokedAt, gr.RevokedAt, err)
@@ -476,8 +483,8 @@ func testRevokeRefreshToken(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.Event{refreshRevocationEvent("e3", now), refreshRevocationEvent("e1", now)}
-	want[0].TransactionID, want[1].TransactionID = "g3", "g1"
+	want := []store.Event{refreshRevocationEvent("e4", now), refreshRevocationEvent("e3", now), refreshRevocationEvent("e1", now)}
+	want[0].TransactionID, want[1].TransactionID, want[2].TransactionID = "gone", "g3", "g1"
 	for i := range want {
 		want[i].UserID, want[i].Occurred = "Person-One", now.Truncate(time.Millisecond).UTC()
 	}
