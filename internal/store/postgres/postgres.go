@@ -60,7 +60,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	db.SetMaxIdleConns(n)
 	d := &sqlstore.Dialect{Name: "postgres", NumberedPlaceholders: true, Translate: translate,
 		Migrations: ms, LockMigrations: migrationLock, ForUpdate: " FOR UPDATE",
-		ForNoKeyUpdate: " FOR NO KEY UPDATE", KeyShare: " FOR KEY SHARE", ForShare: " FOR SHARE", ArrayInsert: true, CoalesceUses: true,
+		ForNoKeyUpdate: " FOR NO KEY UPDATE", KeyShare: " FOR KEY SHARE", ForShare: " FOR SHARE", ArrayInsert: true, CoalesceUses: true, ReturningFrom: true,
 		TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename`}
 	d.Pipe = openPipe(db)
 	s := &Store{DB: sqlstore.New(d, db, nil)}

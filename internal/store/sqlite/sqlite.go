@@ -108,7 +108,8 @@ func open(ctx context.Context, path string, readOnly bool) (*Store, error) {
 	n := max(4, runtime.NumCPU()*2)
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
-	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, IndexHints: true, InsertOrIgnore: true, Translate: translate, Migrations: ms,
+	d := &sqlstore.Dialect{Name: "sqlite", InProcess: true, IndexHints: true, InsertOrIgnore: true, CoalesceUses: true,
+		Translate: translate, Migrations: ms,
 		TablesQuery: `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`}
 	if readOnly {
 		s := &Store{DB: sqlstore.New(d, read, read)}

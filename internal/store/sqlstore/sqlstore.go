@@ -69,9 +69,13 @@ type Dialect struct {
 	// list per batch size.
 	ArrayInsert bool
 	// CoalesceUses counts the concurrent uses of one limited token outside
-	// a transaction with one statement (usage.go): PostgreSQL, where each
-	// statement on the row waits for the previous one's commit.
+	// a transaction together (usage.go): on PostgreSQL each statement on
+	// the row waits for the previous one's commit; on SQLite each use was a
+	// commit of the single writer.
 	CoalesceUses bool
+	// ReturningFrom: an UPDATE ... FROM may return the FROM clause's
+	// columns (PostgreSQL; SQLite's RETURNING names only the updated table).
+	ReturningFrom bool
 	// InsertOrIgnore: an insert that skips the rows whose key is taken is
 	// INSERT OR IGNORE (SQLite), not INSERT ... ON CONFLICT DO NOTHING.
 	InsertOrIgnore bool

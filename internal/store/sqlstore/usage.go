@@ -11,14 +11,15 @@ import (
 )
 
 // useCoalescer counts the concurrent uses of one limited token with one
-// statement (Dialect.CoalesceUses). On PostgreSQL each conditional
-// increment of the row waits for the commit of the one before it, so n
-// concurrent introspections of one token cost n commits one after the
-// other. Here the callers that arrive while a statement runs wait for the
-// next one, which adds their number at once, up to the limit, and returns
-// the count it started from: the first of them get the uses that were
-// left, in arrival order, and the rest ErrConflict. Exactly usage_limit
-// uses succeed, as with one statement each; a lone caller runs at once.
+// write (Dialect.CoalesceUses). On PostgreSQL each conditional increment
+// of the row waits for the commit of the one before it, and on SQLite each
+// is a commit of the single writer, so n concurrent introspections of one
+// token cost n commits one after the other. Here the callers that arrive
+// while a write runs wait for the next one, which adds their number at
+// once, up to the limit, and returns the count it started from: the first
+// of them get the uses that were left, in arrival order, and the rest
+// ErrConflict. Exactly usage_limit uses succeed, as with one statement
+// each; a lone caller runs at once.
 type useCoalescer struct {
 	mu    sync.Mutex
 	slots map[string]*useSlot
@@ -105,6 +106,9 @@ func (db *DB) runUses(key string, hash []byte, b *useBatch) {
 // countUses adds n uses, up to the limit, and returns the token after and
 // its count before; ErrConflict (with the token) when none was left.
 func (db *DB) countUses(ctx context.Context, hash []byte, n int) (store.Token, int, error) {
+	if !db.d.ReturningFrom {
+		return db.countUsesInTx(ctx, hash, n)
+	}
 	var f tokenFields
 	var old int
 	err := db.queryRowWrite(ctx, `WITH old AS (SELECT usage_count FROM tokens WHERE hash = ? AND usage_limit > 0`+db.d.ForUpdate+`)
@@ -123,4 +127,26 @@ func (db *DB) countUses(ctx context.Context, hash []byte, n int) (store.Token, i
 		return t, 0, db.scanErr(err)
 	}
 	return t, t.UsageCount, store.ErrConflict
+}
+
+// countUsesInTx is countUses as a read and an update in one transaction,
+// where RETURNING cannot name the count before the update (SQLite). There
+// the transaction is a part of the single writer's shared commit, which
+// holds the row from the read to the update.
+func (db *DB) countUsesInTx(ctx context.Context, hash []byte, n int) (t store.Token, old int, err error) {
+	err = db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		var err error
+		if t, err = scanToken(tx.queryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, hash)); err != nil {
+			return tx.scanErr(err)
+		}
+		old = t.UsageCount
+		if t.UsageLimit <= 0 || old >= t.UsageLimit {
+			return store.ErrConflict
+		}
+		t.UsageCount = min(t.UsageLimit, old+n)
+		_, err = tx.exec(ctx, `UPDATE tokens SET usage_count = ? WHERE hash = ?`, t.UsageCount, hash)
+		return err
+	})
+	return t, old, err
 }
