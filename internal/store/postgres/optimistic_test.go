@@ -366,3 +366,88 @@ func TestRevocationWithoutAReadMovesTheGenerationOnlyWhenItRevokes(t *testing.T)
 		})
 	}
 }
+
+// A use of a limited token by an optimistic request checks the generations
+// in the use's own statement: one statement while they hold, and none of
+// the request's uses counted once they have moved (store.ErrStale). In a
+// write shared by concurrent requests only the uses of those whose
+// generations held are counted, each told a count of its own.
+func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
+	o := newOptimisticSetup(t)
+	a, b, raw, gens, now, ctx := o.a, o.b, o.raw, o.gens, o.now, context.Background()
+	g, limited := o.grant(store.KindAccess, "")
+	limited.UsageLimit = 100
+	if err := b.CreateGrant(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateToken(ctx, limited); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() int {
+		var n int
+		if err := raw.QueryRowContext(ctx, `SELECT usage_count FROM tokens WHERE hash = $1`, limited.Hash).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := gens.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	req := o.optimistic(t)
+	before := o.statements.Load()
+	if got, err := a.CountTokenUse(req, limited.Hash); err != nil || got.UsageCount != 1 {
+		t.Fatalf("a use of a request whose generations held: %d, %v", got.UsageCount, err)
+	}
+	if err := client.Confirm(req); err != nil || o.statements.Load()-before != 1 {
+		t.Errorf("unchanged generations: Confirm %v after %d statements; want the use's statement alone",
+			err, o.statements.Load()-before)
+	}
+
+	if err := b.RevokeToken(ctx, o.issue(t, store.KindAccess, "").Hash, now); err != nil { // b moves the token generation
+		t.Fatal(err)
+	}
+	req = o.optimistic(t)
+	if _, err := a.CountTokenUse(req, limited.Hash); !errors.Is(err, store.ErrStale) || stored() != 1 {
+		t.Errorf("a use of a stale request: %v, stored count %d; want ErrStale and 1", err, stored())
+	}
+	before = o.statements.Load()
+	if err := client.Confirm(req); !errors.Is(err, store.ErrStale) || o.statements.Load() != before {
+		t.Errorf("Confirm after a stale use: %v after %d statements; want ErrStale without one", err, o.statements.Load()-before)
+	}
+
+	// Stale requests and others counting uses of the token at once.
+	if err := b.RevokeToken(ctx, o.issue(t, store.KindAccess, "").Hash, now); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs, counts := make([]error, 40), make([]int, 40)
+	for i := range errs {
+		ctx := ctx
+		if i%2 == 0 {
+			ctx = o.optimistic(t) // on the generations before b's revocation
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var got store.Token
+			got, errs[i] = a.CountTokenUse(ctx, limited.Hash)
+			counts[i] = got.UsageCount
+		}()
+	}
+	wg.Wait()
+	seen := map[int]bool{}
+	for i, err := range errs {
+		if stale := i%2 == 0; stale != errors.Is(err, store.ErrStale) || !stale && err != nil {
+			t.Errorf("use %d (stale %v): %v", i, stale, err)
+		} else if !stale {
+			if seen[counts[i]] || counts[i] < 2 || counts[i] > 21 {
+				t.Errorf("use %d told the count %d (told before: %v)", i, counts[i], seen[counts[i]])
+			}
+			seen[counts[i]] = true
+		}
+	}
+	if n := stored(); n != 21 {
+		t.Errorf("stored count %d after 20 uses that held, want 21", n)
+	}
+}

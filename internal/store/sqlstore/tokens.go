@@ -435,11 +435,18 @@ func (db *DB) updateTokenRow(ctx context.Context, hash []byte, q string, args ..
 // CountTokenUse counts one use of a limited token; ErrConflict when exhausted.
 func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, error) {
 	if db.d.CoalesceUses && !db.inTx {
-		// (The shared statement runs without the caller's context.)
-		if err := db.confirmWrite(ctx); err != nil {
+		// The shared write runs without the caller's context: it checks
+		// the generations the caller decided on, where it can, and the
+		// caller confirms them first where it cannot.
+		expect := noExpectation
+		if o := db.shared.optimism; o != nil && db.d.ReturningFrom {
+			if g, ok := o.Expected(ctx); ok {
+				expect = g
+			}
+		} else if err := db.confirmWrite(ctx); err != nil {
 			return store.Token{}, err
 		}
-		return db.coalescedUse(ctx, hash)
+		return db.coalescedUse(ctx, hash, expect)
 	}
 	// The token's cache entry stays (TokenCache.put): nothing reads its count.
 	return db.updateTokenRow(ctx, hash, `UPDATE tokens SET usage_count = usage_count + 1

@@ -33,14 +33,26 @@ type useSlot struct {
 }
 
 type useBatch struct {
-	n    int // callers
-	done chan struct{}
-	t    store.Token // the token after the statement
-	old  int         // its count before
-	err  error
+	expect  []Generations // each caller's, in arrival order (noExpectation: none)
+	done    chan struct{}
+	t       store.Token // the token after the statement
+	old     int         // its count before
+	found   Generations // the generations the write found, when checked
+	checked bool
+	err     error
 }
 
-func (db *DB) coalescedUse(ctx context.Context, hash []byte) (store.Token, error) {
+// counts tells whether the caller expecting e had its use counted: it
+// expected nothing, or what the write found.
+func (b *useBatch) counts(e Generations) bool {
+	return !b.checked || e == noExpectation || e == b.found
+}
+
+// coalescedUse counts one use in the next write for its token. A caller
+// that decided on generations it did not read (expect) has its use counted
+// only if the write finds them unchanged, and learns so (Optimism.Settle);
+// otherwise it gets store.ErrStale, having written nothing.
+func (db *DB) coalescedUse(ctx context.Context, hash []byte, expect Generations) (store.Token, error) {
 	c := &db.shared.uses
 	key := string(hash)
 	c.mu.Lock()
@@ -56,8 +68,8 @@ func (db *DB) coalescedUse(ctx context.Context, hash []byte) (store.Token, error
 		slot.next = &useBatch{done: make(chan struct{})}
 	}
 	b := slot.next
-	me := b.n
-	b.n++
+	me := len(b.expect)
+	b.expect = append(b.expect, expect)
 	if !slot.running {
 		slot.running, slot.next = true, nil
 		c.mu.Unlock()
@@ -70,14 +82,31 @@ func (db *DB) coalescedUse(ctx context.Context, hash []byte) (store.Token, error
 	case <-ctx.Done():
 		return store.Token{}, ctx.Err() // the use may still be counted, as with a caller gone after its statement
 	}
+	if b.err != nil && !errors.Is(b.err, store.ErrConflict) {
+		return b.t, b.err
+	}
+	if expect != noExpectation && b.checked {
+		held := b.counts(expect)
+		db.shared.optimism.Settle(ctx, held)
+		if !held {
+			return store.Token{}, store.ErrStale
+		}
+	}
 	if b.err != nil {
 		return b.t, b.err
 	}
-	if granted := b.t.UsageCount - b.old; me >= granted {
+	// The write added the uses of the callers it counted, in arrival order.
+	rank := 0
+	for _, e := range b.expect[:me] {
+		if b.counts(e) {
+			rank++
+		}
+	}
+	if granted := b.t.UsageCount - b.old; rank >= granted {
 		return b.t, store.ErrConflict
 	}
 	t := b.t
-	t.UsageCount = b.old + me + 1
+	t.UsageCount = b.old + rank + 1
 	return t, nil
 }
 
@@ -86,7 +115,7 @@ func (db *DB) coalescedUse(ctx context.Context, hash []byte) (store.Token, error
 // caller's context cancels it.
 func (db *DB) runUses(key string, hash []byte, b *useBatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	b.t, b.old, b.err = db.countUses(ctx, hash, b.n)
+	b.t, b.old, b.found, b.checked, b.err = db.countUses(ctx, hash, b.expect)
 	cancel()
 	close(b.done) // the token's cache entry stays, as in CountTokenUse
 	c := &db.shared.uses
@@ -103,30 +132,50 @@ func (db *DB) runUses(key string, hash []byte, b *useBatch) {
 	go db.runUses(key, hash, next)
 }
 
-// countUses adds n uses, up to the limit, and returns the token after and
-// its count before; ErrConflict (with the token) when none was left.
-func (db *DB) countUses(ctx context.Context, hash []byte, n int) (store.Token, int, error) {
+// countUses adds the uses of the callers expecting expect (one each), up
+// to the limit, and returns the token after and its count before;
+// ErrConflict (with the token) when none was left. Where it checks the
+// generations in its own statement (PostgreSQL), it counts only the
+// callers that expected nothing or what it found (useBatch.counts), and
+// returns what it found.
+func (db *DB) countUses(ctx context.Context, hash []byte, expect []Generations) (t store.Token, old int, found Generations, checked bool, err error) {
 	if !db.d.ReturningFrom {
-		return db.countUsesInTx(ctx, hash, n)
+		t, old, err = db.countUsesInTx(ctx, hash, len(expect))
+		return t, old, found, false, err
+	}
+	clientGens, tokenGens := make([]int64, len(expect)), make([]int64, len(expect))
+	for i, e := range expect {
+		clientGens[i], tokenGens[i] = e.Client, e.Token
 	}
 	var f tokenFields
-	var old int
-	err := db.queryRowWrite(ctx, `WITH old AS (SELECT usage_count FROM tokens WHERE hash = ? AND usage_limit > 0`+db.d.ForUpdate+`)
-		UPDATE tokens SET usage_count = LEAST(usage_limit, tokens.usage_count + ?) FROM old
-		WHERE hash = ? AND tokens.usage_count < usage_limit
-		RETURNING `+qualify("tokens", tokenColumns)+`, old.usage_count`, hash, n, hash).Scan(append(f.dest(), &old)...)
+	err = db.queryRowWrite(ctx, `WITH g AS (`+generationsQuery+`),
+		callers AS (SELECT count(*) AS n FROM unnest(?::bigint[], ?::bigint[]) AS v(client_gen, token_gen), g
+			WHERE v.client_gen < 0 OR v.client_gen = g.client AND v.token_gen = g.token),
+		old AS (SELECT usage_count FROM tokens WHERE hash = ? AND usage_limit > 0`+db.d.ForUpdate+`)
+		UPDATE tokens SET usage_count = LEAST(usage_limit, tokens.usage_count + callers.n) FROM old, callers, g
+		WHERE hash = ? AND tokens.usage_count < usage_limit AND callers.n > 0
+		RETURNING `+qualify("tokens", tokenColumns)+`, old.usage_count, g.client, g.token`,
+		clientGens, tokenGens, hash, hash).Scan(append(f.dest(), &old, &found.Client, &found.Token)...)
 	if err == nil {
 		t, err := f.token()
-		return t, old, err
+		return t, old, found, true, err
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return store.Token{}, 0, db.scanErr(err)
+		return store.Token{}, 0, found, false, db.scanErr(err)
 	}
-	t, err := scanToken(db.queryRowWrite(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
+	// No use was left, or no caller's generations held: the generations
+	// read again tell which (they only grow, so a caller that did not
+	// match the write's does not match these).
+	f = tokenFields{}
+	err = db.queryRowWrite(ctx, `SELECT `+tokenColumns+`, g.client, g.token FROM tokens, (`+generationsQuery+`) AS g
+		WHERE hash = ?`, hash).Scan(append(f.dest(), &found.Client, &found.Token)...)
 	if err != nil {
-		return t, 0, db.scanErr(err)
+		return store.Token{}, 0, found, false, db.scanErr(err)
 	}
-	return t, t.UsageCount, store.ErrConflict
+	if t, err = f.token(); err != nil {
+		return t, 0, found, false, err
+	}
+	return t, t.UsageCount, found, true, store.ErrConflict
 }
 
 // countUsesInTx is countUses as a read and an update in one transaction,
