@@ -111,16 +111,9 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 		// counted, so a foreign caller cannot spend a token's usage limit.
 		return fail(events.IntrospectionFailed)
 	}
-	t, err = token.Spend(ctx, s.Store, found)
-	if errors.Is(err, token.ErrExhausted) {
-		return fail(events.IntrospectionExhausted)
-	}
-	if err != nil {
-		return nil, err
-	}
 	client, err := s.client(ctx, t.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fail(events.IntrospectionFailed) // the client was removed: its tokens die with it
+		return fail(events.IntrospectionFailed) // the client was removed: its tokens die with it, and spend no uses
 	}
 	if err != nil {
 		return nil, err
@@ -144,9 +137,6 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 		AppIdentifier: client.AppIdentifier, AppPlatform: client.AppPlatform, AppVersion: client.AppVersion,
 		UserDetails: map[string]any{},
 	}
-	if t.UsageLimit > 0 {
-		out.UsageCount = &t.UsageCount
-	}
 	if t.Subject != "" {
 		details, err := s.userDetails(ctx, f, s.Store, g, data, refreshDetails)
 		if err != nil {
@@ -163,12 +153,33 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 			}
 		}
 	}
+	success := events.OAuth{Type: events.IntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
+		UserID: t.Subject, TransactionID: g.ID}
+	if token.Limited(found) {
+		// The answer is built before the use is counted, so that the use
+		// and its event commit together (store.CountTokenUseRecording)
+		// and nothing after them can fail the answer but the encoding.
+		var counted store.Token
+		_, err := s.Events.RecordOAuthBy(f, success, func(ev store.Event) (bool, error) {
+			var err error
+			counted, err = token.SpendRecording(ctx, s.Store, found, ev)
+			return err == nil, err
+		})
+		if errors.Is(err, token.ErrExhausted) {
+			return fail(events.IntrospectionExhausted)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.UsageCount = &counted.UsageCount
+	}
 	body, err := withClaims(out, data.AdditionalClaims)
 	if err != nil {
 		return nil, err
 	}
-	s.record(ctx, f, events.OAuth{Type: events.IntrospectionSuccess, ClientID: caller.ID, AppName: caller.Name,
-		UserID: t.Subject, TransactionID: g.ID})
+	if !token.Limited(found) {
+		s.record(ctx, f, success)
+	}
 	return body, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
@@ -249,6 +250,13 @@ func TestUsageLimitRace(t *testing.T) {
 		wg.Wait()
 		if active != 5 {
 			t.Errorf("%d of 50 concurrent introspections were active, want exactly the limit 5", active)
+		}
+		// Each answer's event, the active ones' written with their uses.
+		for typ, want := range map[string]int{events.IntrospectionSuccess: 5, events.IntrospectionExhausted: 45} {
+			n, err := servers[0].Store.CountEvents(t.Context(), store.EventFilter{Kind: store.EventOAuth, Types: []string{typ}}, 1000)
+			if err != nil || n != want {
+				t.Errorf("%d %s events, %v; want %d", n, typ, err, want)
+			}
 		}
 	}
 	for _, backend := range servertest.Backends {

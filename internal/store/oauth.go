@@ -242,6 +242,10 @@ type Tokens interface {
 	// returns the token after the count. ErrConflict when UsageCount already
 	// reached UsageLimit (exactly UsageLimit calls succeed, also concurrently).
 	CountTokenUse(ctx context.Context, hash []byte) (Token, error)
+	// CountTokenUseRecording is CountTokenUse that appends ev, the event of
+	// the answer the use allows, with the use: both commit or neither, and
+	// nothing is appended when no use is counted (ErrConflict, ErrStale).
+	CountTokenUseRecording(ctx context.Context, hash []byte, ev Event) (Token, error)
 
 	CreateAuthCode(ctx context.Context, c AuthCode) error
 	// GetAuthCodePerson reads a code, used or not, and its person, without

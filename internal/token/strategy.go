@@ -100,10 +100,32 @@ type TokenUses interface {
 // resource server that introspects counts the use before acting. A token
 // without a limit passes unchanged.
 func Spend(ctx context.Context, uses TokenUses, f Found) (store.Token, error) {
-	if f.Token.UsageLimit <= 0 || f.Token.Kind != store.KindAccess {
+	if !Limited(f) {
 		return f.Token, nil
 	}
-	t, err := uses.CountTokenUse(ctx, f.Key)
+	return exhausted(uses.CountTokenUse(ctx, f.Key))
+}
+
+// Limited tells whether a use of f counts (Spend).
+func Limited(f Found) bool {
+	return f.Token.UsageLimit > 0 && f.Token.Kind == store.KindAccess
+}
+
+// RecordingUses counts the uses of tokens with a usage limit, each with
+// the event of the answer it allows (store.Tokens).
+type RecordingUses interface {
+	CountTokenUseRecording(ctx context.Context, key []byte, ev store.Event) (store.Token, error)
+}
+
+// SpendRecording is Spend for a Limited token whose use is answered with
+// ev: the store appends ev with the use, and not when it counts none
+// (ErrExhausted, or the request's generations moved).
+func SpendRecording(ctx context.Context, uses RecordingUses, f Found, ev store.Event) (store.Token, error) {
+	return exhausted(uses.CountTokenUseRecording(ctx, f.Key, ev))
+}
+
+// exhausted is a count's outcome, ErrExhausted past the limit.
+func exhausted(t store.Token, err error) (store.Token, error) {
 	if errors.Is(err, store.ErrConflict) {
 		return store.Token{}, ErrExhausted
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -390,25 +391,49 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 		}
 		return n
 	}
+	// Each use goes with its event (CountTokenUseRecording), which only
+	// the uses counted store.
+	event := func(id string) store.Event {
+		return store.Event{ID: id, Kind: store.EventOAuth, Type: "TOKEN_INTROSPECTION_SUCCESS", Occurred: now}
+	}
+	storedEvents := func() []string {
+		var ids []string
+		rows, err := raw.QueryContext(ctx, `SELECT id FROM events ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
 	if _, err := gens.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	req := o.optimistic(t)
 	before := o.statements.Load()
-	if got, err := a.CountTokenUse(req, limited.Hash); err != nil || got.UsageCount != 1 {
+	if got, err := a.CountTokenUseRecording(req, limited.Hash, event("u-first")); err != nil || got.UsageCount != 1 {
 		t.Fatalf("a use of a request whose generations held: %d, %v", got.UsageCount, err)
 	}
 	if err := client.Confirm(req); err != nil || o.statements.Load()-before != 1 {
-		t.Errorf("unchanged generations: Confirm %v after %d statements; want the use's statement alone",
+		t.Errorf("unchanged generations: Confirm %v after %d statements; want the use's statement alone, with its event",
 			err, o.statements.Load()-before)
+	}
+	if got := storedEvents(); !slices.Equal(got, []string{"u-first"}) {
+		t.Errorf("events %v, want the use's", got)
 	}
 
 	if err := b.RevokeToken(ctx, o.issue(t, store.KindAccess, "").Hash, now); err != nil { // b moves the token generation
 		t.Fatal(err)
 	}
 	req = o.optimistic(t)
-	if _, err := a.CountTokenUse(req, limited.Hash); !errors.Is(err, store.ErrStale) || stored() != 1 {
+	if _, err := a.CountTokenUseRecording(req, limited.Hash, event("u-stale")); !errors.Is(err, store.ErrStale) || stored() != 1 {
 		t.Errorf("a use of a stale request: %v, stored count %d; want ErrStale and 1", err, stored())
 	}
 	before = o.statements.Load()
@@ -422,6 +447,7 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs, counts := make([]error, 40), make([]int, 40)
+	want := []string{"u-first"}
 	for i := range errs {
 		ctx := ctx
 		if i%2 == 0 {
@@ -431,7 +457,7 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var got store.Token
-			got, errs[i] = a.CountTokenUse(ctx, limited.Hash)
+			got, errs[i] = a.CountTokenUseRecording(ctx, limited.Hash, event(fmt.Sprintf("u%02d", i)))
 			counts[i] = got.UsageCount
 		}()
 	}
@@ -445,9 +471,14 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 				t.Errorf("use %d told the count %d (told before: %v)", i, counts[i], seen[counts[i]])
 			}
 			seen[counts[i]] = true
+			want = append(want, fmt.Sprintf("u%02d", i))
 		}
 	}
 	if n := stored(); n != 21 {
 		t.Errorf("stored count %d after 20 uses that held, want 21", n)
+	}
+	slices.Sort(want)
+	if got := storedEvents(); !slices.Equal(got, want) {
+		t.Errorf("events %v, want exactly those of the uses that held %v", got, want)
 	}
 }

@@ -434,6 +434,20 @@ func (db *DB) updateTokenRow(ctx context.Context, hash []byte, q string, args ..
 
 // CountTokenUse counts one use of a limited token; ErrConflict when exhausted.
 func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, error) {
+	return db.countTokenUse(ctx, hash, nil)
+}
+
+// CountTokenUseRecording counts one use of a limited token and appends ev
+// with it, in the write that counts it.
+func (db *DB) CountTokenUseRecording(ctx context.Context, hash []byte, ev store.Event) (store.Token, error) {
+	if err := store.CheckEventKinds([]store.Event{ev}); err != nil {
+		return store.Token{}, err // (PostgreSQL's statement inserts it itself)
+	}
+	return db.countTokenUse(ctx, hash, &ev)
+}
+
+// countTokenUse counts one use, and appends ev (if any) with it.
+func (db *DB) countTokenUse(ctx context.Context, hash []byte, ev *store.Event) (store.Token, error) {
 	if db.d.CoalesceUses && !db.inTx {
 		// The shared write runs without the caller's context: it checks
 		// the generations the caller decided on, where it can, and the
@@ -446,11 +460,24 @@ func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, erro
 		} else if err := db.confirmWrite(ctx); err != nil {
 			return store.Token{}, err
 		}
-		return db.coalescedUse(ctx, hash, expect)
+		return db.coalescedUse(ctx, hash, expect, ev)
 	}
 	// The token's cache entry stays (TokenCache.put): nothing reads its count.
-	return db.updateTokenRow(ctx, hash, `UPDATE tokens SET usage_count = usage_count + 1
-		WHERE hash = ? AND usage_limit > 0 AND usage_count < usage_limit RETURNING `+tokenColumns, hash)
+	const q = `UPDATE tokens SET usage_count = usage_count + 1
+		WHERE hash = ? AND usage_limit > 0 AND usage_count < usage_limit RETURNING ` + tokenColumns
+	if ev == nil {
+		return db.updateTokenRow(ctx, hash, q, hash)
+	}
+	var t store.Token
+	err := db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		var err error
+		if t, err = tx.updateTokenRow(ctx, hash, q, hash); err != nil {
+			return err
+		}
+		return tx.AppendEvents(ctx, *ev)
+	})
+	return t, err
 }
 
 const codeColumns = `hash, client_id, subject, redirect_uri, scopes, code_challenge, code_challenge_method,

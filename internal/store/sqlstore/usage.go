@@ -19,7 +19,10 @@ import (
 // once, up to the limit, and returns the count it started from: the first
 // of them get the uses that were left, in arrival order, and the rest
 // ErrConflict. Exactly usage_limit uses succeed, as with one statement
-// each; a lone caller runs at once.
+// each; a lone caller runs at once. The events of the answers the uses
+// allow (CountTokenUseRecording) go in the same write, for the callers
+// whose use it counts: a limited introspection commits once, where its
+// use and then its event were two commits in series.
 type useCoalescer struct {
 	mu    sync.Mutex
 	slots map[string]*useSlot
@@ -34,6 +37,7 @@ type useSlot struct {
 
 type useBatch struct {
 	expect  []Generations // each caller's, in arrival order (noExpectation: none)
+	events  []useEvent    // the callers' events, for those that have one
 	done    chan struct{}
 	t       store.Token // the token after the statement
 	old     int         // its count before
@@ -42,17 +46,24 @@ type useBatch struct {
 	err     error
 }
 
+// useEvent is the event of the caller at index caller of a batch.
+type useEvent struct {
+	caller int
+	ev     store.Event
+}
+
 // counts tells whether the caller expecting e had its use counted: it
 // expected nothing, or what the write found.
 func (b *useBatch) counts(e Generations) bool {
 	return !b.checked || e == noExpectation || e == b.found
 }
 
-// coalescedUse counts one use in the next write for its token. A caller
+// coalescedUse counts one use in the next write for its token, and
+// appends ev (if any) in that write when it counts the use. A caller
 // that decided on generations it did not read (expect) has its use counted
 // only if the write finds them unchanged, and learns so (Optimism.Settle);
 // otherwise it gets store.ErrStale, having written nothing.
-func (db *DB) coalescedUse(ctx context.Context, hash []byte, expect Generations) (store.Token, error) {
+func (db *DB) coalescedUse(ctx context.Context, hash []byte, expect Generations, ev *store.Event) (store.Token, error) {
 	c := &db.shared.uses
 	key := string(hash)
 	c.mu.Lock()
@@ -70,6 +81,9 @@ func (db *DB) coalescedUse(ctx context.Context, hash []byte, expect Generations)
 	b := slot.next
 	me := len(b.expect)
 	b.expect = append(b.expect, expect)
+	if ev != nil {
+		b.events = append(b.events, useEvent{caller: me, ev: *ev})
+	}
 	if !slot.running {
 		slot.running, slot.next = true, nil
 		c.mu.Unlock()
@@ -115,7 +129,7 @@ func (db *DB) coalescedUse(ctx context.Context, hash []byte, expect Generations)
 // caller's context cancels it.
 func (db *DB) runUses(key string, hash []byte, b *useBatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	b.t, b.old, b.found, b.checked, b.err = db.countUses(ctx, hash, b.expect)
+	b.t, b.old, b.found, b.checked, b.err = db.countUses(ctx, hash, b.expect, b.events)
 	cancel()
 	close(b.done) // the token's cache entry stays, as in CountTokenUse
 	c := &db.shared.uses
@@ -133,29 +147,45 @@ func (db *DB) runUses(key string, hash []byte, b *useBatch) {
 }
 
 // countUses adds the uses of the callers expecting expect (one each), up
-// to the limit, and returns the token after and its count before;
-// ErrConflict (with the token) when none was left. Where it checks the
-// generations in its own statement (PostgreSQL), it counts only the
-// callers that expected nothing or what it found (useBatch.counts), and
-// returns what it found.
-func (db *DB) countUses(ctx context.Context, hash []byte, expect []Generations) (t store.Token, old int, found Generations, checked bool, err error) {
+// to the limit, with the events of the callers it counts, and returns the
+// token after and its count before; ErrConflict (with the token) when none
+// was left. Where it checks the generations in its own statement
+// (PostgreSQL), it counts only the callers that expected nothing or what
+// it found (useBatch.counts), and returns what it found.
+func (db *DB) countUses(ctx context.Context, hash []byte, expect []Generations, evs []useEvent) (t store.Token, old int, found Generations, checked bool, err error) {
 	if !db.d.ReturningFrom {
-		t, old, err = db.countUsesInTx(ctx, hash, len(expect))
+		t, old, err = db.countUsesInTx(ctx, hash, len(expect), evs)
 		return t, old, found, false, err
 	}
 	clientGens, tokenGens := make([]int64, len(expect)), make([]int64, len(expect))
 	for i, e := range expect {
 		clientGens[i], tokenGens[i] = e.Client, e.Token
 	}
+	es, callers := make([]store.Event, len(evs)), make([]int64, len(evs))
+	for i, e := range evs {
+		es[i], callers[i] = e.ev, int64(e.caller+1) // (ordinalities count from 1)
+	}
+	// The callers whose generations held are counted in arrival order (v's
+	// ordinality): those ranked within the uses the update added have
+	// their events inserted, as useBatch.counts and coalescedUse's rank
+	// decide for them.
 	var f tokenFields
 	err = db.queryRowWrite(ctx, `WITH g AS (`+generationsQuery+`),
-		callers AS (SELECT count(*) AS n FROM unnest(?::bigint[], ?::bigint[]) AS v(client_gen, token_gen), g
+		v AS (SELECT v.ord, row_number() OVER (ORDER BY v.ord) AS rank
+			FROM unnest(?::bigint[], ?::bigint[]) WITH ORDINALITY AS v(client_gen, token_gen, ord), g
 			WHERE v.client_gen < 0 OR v.client_gen = g.client AND v.token_gen = g.token),
-		old AS (SELECT usage_count FROM tokens WHERE hash = ? AND usage_limit > 0`+db.d.ForUpdate+`)
-		UPDATE tokens SET usage_count = LEAST(usage_limit, tokens.usage_count + callers.n) FROM old, callers, g
-		WHERE hash = ? AND tokens.usage_count < usage_limit AND callers.n > 0
-		RETURNING `+qualify("tokens", tokenColumns)+`, old.usage_count, g.client, g.token`,
-		clientGens, tokenGens, hash, hash).Scan(append(f.dest(), &old, &found.Client, &found.Token)...)
+		callers AS (SELECT count(*) AS n FROM v),
+		old AS (SELECT usage_count FROM tokens WHERE hash = ? AND usage_limit > 0`+db.d.ForUpdate+`),
+		counted AS (UPDATE tokens SET usage_count = LEAST(usage_limit, tokens.usage_count + callers.n) FROM old, callers, g
+			WHERE hash = ? AND tokens.usage_count < usage_limit AND callers.n > 0
+			RETURNING `+qualify("tokens", tokenColumns)+`, old.usage_count AS old_count, g.client, g.token),
+		events AS (INSERT INTO events (`+eventRowColumns+`)
+			SELECT `+qualify("e", eventRowColumns)+`
+			FROM unnest(`+eventArrayParams+`, ?::bigint[]) AS e(`+eventRowColumns+`, caller)
+			JOIN v ON v.ord = e.caller, counted
+			WHERE v.rank <= counted.usage_count - counted.old_count)
+		SELECT * FROM counted`,
+		append([]any{clientGens, tokenGens, hash, hash}, append(eventArrays(es), callers)...)...).Scan(append(f.dest(), &old, &found.Client, &found.Token)...)
 	if err == nil {
 		t, err := f.token()
 		return t, old, found, true, err
@@ -181,8 +211,9 @@ func (db *DB) countUses(ctx context.Context, hash []byte, expect []Generations) 
 // countUsesInTx is countUses as a read and an update in one transaction,
 // where RETURNING cannot name the count before the update (SQLite). There
 // the transaction is a part of the single writer's shared commit, which
-// holds the row from the read to the update.
-func (db *DB) countUsesInTx(ctx context.Context, hash []byte, n int) (t store.Token, old int, err error) {
+// holds the row from the read to the update. Every caller is counted, in
+// arrival order, so the first ones get the uses left and their events.
+func (db *DB) countUsesInTx(ctx context.Context, hash []byte, n int, evs []useEvent) (t store.Token, old int, err error) {
 	err = db.Tx(ctx, func(st store.Store) error {
 		tx := st.(*DB)
 		var err error
@@ -194,8 +225,19 @@ func (db *DB) countUsesInTx(ctx context.Context, hash []byte, n int) (t store.To
 			return store.ErrConflict
 		}
 		t.UsageCount = min(t.UsageLimit, old+n)
-		_, err = tx.exec(ctx, `UPDATE tokens SET usage_count = ? WHERE hash = ?`, t.UsageCount, hash)
-		return err
+		if _, err = tx.exec(ctx, `UPDATE tokens SET usage_count = ? WHERE hash = ?`, t.UsageCount, hash); err != nil {
+			return err
+		}
+		var es []store.Event
+		for _, e := range evs {
+			if e.caller < t.UsageCount-old {
+				es = append(es, e.ev)
+			}
+		}
+		if len(es) == 0 {
+			return nil
+		}
+		return tx.AppendEvents(ctx, es...)
 	})
 	return t, old, err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -232,6 +234,105 @@ func testUsageLimit(t *testing.T, s store.Store) {
 	}
 	if _, err := s.CountTokenUse(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown: %v", err)
+	}
+}
+
+// useEvent is the event of an answer a use of a limited token allows.
+func useEvent(id string) store.Event {
+	return store.Event{ID: id, Kind: store.EventOAuth, Type: "TOKEN_INTROSPECTION_SUCCESS", Name: "Token Introspection Success",
+		ClientID: "c1", AppName: "App", TransactionID: "g1", ClientIP: "192.0.2.7", UserAgent: "Agent/1", Occurred: t0}
+}
+
+// eventIDs are the ids of the OAuth events stored, sorted.
+func eventIDs(t *testing.T, s store.Store) []string {
+	t.Helper()
+	got, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventOAuth}, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(got))
+	for i, e := range got {
+		ids[i] = e.ID
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// testUsageRecording: a use counted with its event appends the event, and
+// a use not counted (exhausted, unknown, an event the store refuses, a
+// transaction rolled back) appends none and counts nothing.
+func testUsageRecording(t *testing.T, s store.Store) {
+	limited := tok("l1", store.KindAccess, "g1")
+	limited.UsageLimit = 2
+	if err := s.CreateToken(ctx(), limited); err != nil {
+		t.Fatal(err)
+	}
+	bad := useEvent("u-bad")
+	bad.Kind = "no-such-kind"
+	if _, err := s.CountTokenUseRecording(ctx(), []byte("l1"), bad); err == nil {
+		t.Error("a use with an event of no known kind was counted")
+	}
+	rollback := errors.New("rolled back")
+	err := s.Tx(ctx(), func(tx store.Store) error {
+		if got, err := tx.CountTokenUseRecording(ctx(), []byte("l1"), useEvent("u-tx")); err != nil || got.UsageCount != 1 {
+			t.Errorf("use in a transaction: count %d, %v", got.UsageCount, err)
+		}
+		return rollback
+	})
+	if !errors.Is(err, rollback) {
+		t.Fatalf("Tx = %v", err)
+	}
+	for i := 1; i <= 2; i++ {
+		got, err := s.CountTokenUseRecording(ctx(), []byte("l1"), useEvent(fmt.Sprintf("u%d", i)))
+		if err != nil || got.UsageCount != i {
+			t.Fatalf("use %d: count %d, %v", i, got.UsageCount, err)
+		}
+	}
+	if got, err := s.CountTokenUseRecording(ctx(), []byte("l1"), useEvent("u3")); !errors.Is(err, store.ErrConflict) || got.UsageCount != 2 {
+		t.Errorf("use past the limit: %d, %v; want 2 and ErrConflict", got.UsageCount, err)
+	}
+	if _, err := s.CountTokenUseRecording(ctx(), []byte("nope"), useEvent("u4")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown: %v", err)
+	}
+	if got := eventIDs(t, s); !slices.Equal(got, []string{"u1", "u2"}) {
+		t.Errorf("events %v, want those of the two uses counted", got)
+	}
+	events, err := s.SearchEvents(ctx(), store.EventFilter{Kind: store.EventOAuth}, 0, 1)
+	if err != nil || len(events) != 1 {
+		t.Fatalf("search: %v, %v", events, err)
+	}
+	if want := useEvent("u2"); events[0].Type != want.Type || events[0].TransactionID != "g1" || !events[0].Occurred.Equal(t0.Truncate(time.Millisecond)) {
+		t.Errorf("stored event %+v, want %+v", events[0], want)
+	}
+}
+
+// testUsageRecordingRace: of many concurrent uses with events, exactly the
+// limit's are counted, and exactly their events are stored.
+func testUsageRecordingRace(t *testing.T, s store.Store) {
+	limited := tok("l1", store.KindAccess, "g1")
+	limited.UsageLimit = 7
+	if err := s.CreateToken(ctx(), limited); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var won []string
+	var n atomic.Int64
+	wins := race(t, 50, func() error {
+		id := fmt.Sprintf("u%02d", n.Add(1))
+		_, err := s.CountTokenUseRecording(ctx(), []byte("l1"), useEvent(id))
+		if err == nil {
+			mu.Lock()
+			won = append(won, id)
+			mu.Unlock()
+		}
+		return err
+	}, store.ErrConflict)
+	if wins != 7 {
+		t.Errorf("%d of 50 concurrent uses succeeded, want exactly the limit 7", wins)
+	}
+	sort.Strings(won)
+	if got := eventIDs(t, s); !slices.Equal(got, won) {
+		t.Errorf("events %v, want exactly those of the uses counted %v", got, won)
 	}
 }
 
