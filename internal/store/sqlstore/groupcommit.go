@@ -36,9 +36,12 @@ type GroupCommit struct {
 	settle    func(ctx context.Context, held bool)
 	confirm   func(ctx context.Context) error
 
+	// Runners is how many batches may be on their way at once (0: one).
+	Runners int
+
 	mu      sync.Mutex
 	queue   []queued
-	running bool
+	running int
 }
 
 type queued struct {
@@ -67,8 +70,8 @@ func (g *GroupCommit) AppendEvents(ctx context.Context, es ...store.Event) error
 	}
 	g.mu.Lock()
 	g.queue = append(g.queue, q)
-	if !g.running {
-		g.running = true
+	if g.running < max(g.Runners, 1) {
+		g.running++
 		go g.run()
 	}
 	g.mu.Unlock()
@@ -91,7 +94,7 @@ func (g *GroupCommit) run() {
 		batch := g.queue
 		g.queue = nil
 		if len(batch) == 0 {
-			g.running = false
+			g.running--
 			g.mu.Unlock()
 			return
 		}
