@@ -127,13 +127,12 @@ func TestAuthorizationCodeFlowWithRealClient(t *testing.T) {
 		// The logout sent again: answered alike, its event recorded, and
 		// nothing written that would move PostgreSQL's token generation
 		// (which empties every instance's token cache).
-		var gens interface {
+		type generations interface {
 			Generations(context.Context) (sqlstore.Generations, error)
 		}
+		var gens generations
 		if strings.HasSuffix(t.Name(), "/postgres") {
-			gens = s.Store.(interface {
-				Generations(context.Context) (sqlstore.Generations, error)
-			})
+			gens = s.Store.(generations)
 		}
 		var before sqlstore.Generations
 		if gens != nil {

@@ -301,10 +301,14 @@ func (o *optimisticSetup) grant(kind, subject string) (store.Grant, store.Token)
 	return g, tk
 }
 
-// issue stores a new grant and its token through b.
-func (o *optimisticSetup) issue(t *testing.T, kind, subject string) store.Token {
+// issue stores a new grant and its token through b, each change of with
+// made to the token first.
+func (o *optimisticSetup) issue(t *testing.T, kind, subject string, with ...func(*store.Token)) store.Token {
 	t.Helper()
 	g, tk := o.grant(kind, subject)
+	for _, change := range with {
+		change(&tk)
+	}
 	if err := o.b.CreateGrant(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
@@ -372,18 +376,12 @@ func TestRevocationWithoutAReadMovesTheGenerationOnlyWhenItRevokes(t *testing.T)
 // in the use's own statement: one statement while they hold, and none of
 // the request's uses counted once they have moved (store.ErrStale). In a
 // write shared by concurrent requests only the uses of those whose
-// generations held are counted, each told a count of its own.
+// generations held are counted, each told a count of its own, and only
+// their events are stored with them.
 func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 	o := newOptimisticSetup(t)
 	a, b, raw, gens, now, ctx := o.a, o.b, o.raw, o.gens, o.now, context.Background()
-	g, limited := o.grant(store.KindAccess, "")
-	limited.UsageLimit = 100
-	if err := b.CreateGrant(ctx, g); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.CreateToken(ctx, limited); err != nil {
-		t.Fatal(err)
-	}
+	limited := o.issue(t, store.KindAccess, "", func(tk *store.Token) { tk.UsageLimit = 100 })
 	stored := func() int {
 		var n int
 		if err := raw.QueryRowContext(ctx, `SELECT usage_count FROM tokens WHERE hash = $1`, limited.Hash).Scan(&n); err != nil {
