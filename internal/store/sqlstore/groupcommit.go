@@ -36,12 +36,9 @@ type GroupCommit struct {
 	settle    func(ctx context.Context, held bool)
 	confirm   func(ctx context.Context) error
 
-	// Runners is how many batches may be on their way at once (0: one).
-	Runners int
-
 	mu      sync.Mutex
 	queue   []queued
-	running int
+	running bool
 }
 
 type queued struct {
@@ -70,8 +67,8 @@ func (g *GroupCommit) AppendEvents(ctx context.Context, es ...store.Event) error
 	}
 	g.mu.Lock()
 	g.queue = append(g.queue, q)
-	if g.running < max(g.Runners, 1) {
-		g.running++
+	if !g.running {
+		g.running = true
 		go g.run()
 	}
 	g.mu.Unlock()
@@ -94,7 +91,7 @@ func (g *GroupCommit) run() {
 		batch := g.queue
 		g.queue = nil
 		if len(batch) == 0 {
-			g.running--
+			g.running = false
 			g.mu.Unlock()
 			return
 		}

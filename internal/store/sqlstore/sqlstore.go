@@ -213,7 +213,6 @@ func New(d *Dialect, write, read *sql.DB) *DB {
 	db.shared.events.Store = db
 	db.shared.events.confirm = db.confirmWrite
 	if d.ArrayInsert {
-		db.shared.events.Runners = 2
 		db.shared.events.OneStatement = func(ctx context.Context, es []store.Event) error {
 			return db.insertEvents(ctx, es, eventAppend, false)
 		}
