@@ -56,6 +56,11 @@ func TestThreeInstancesMigrateAnEmptyDatabaseOnce(t *testing.T) {
 	for _, in := range instances {
 		waitReady(t, in.addr, in.cmd)
 	}
+	// Each log reaches its buffer through the pipe that exec copies from,
+	// which can trail the instance's ready answer on a busy machine.
+	for _, in := range instances {
+		waitFor(t, "migration line from instance "+in.name, func() bool { return appliedRE.MatchString(in.log.String()) })
+	}
 
 	ms, err := postgres.Migrations()
 	if err != nil {
