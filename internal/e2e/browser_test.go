@@ -258,6 +258,16 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	}
 }
 
+// typeInto types v into the first element sel finds once it is visible,
+// as chromedp.SendKeys does for a text field. SendKeys (chromedp v0.23.0,
+// query.go) reads the node's attributes before it takes the node's lock,
+// while chromedp's event loop may be writing them for an attribute change
+// on the page: a data race that -race reported in CI. Focus and KeyEvent
+// do the same steps without that read.
+func typeInto[S chromedp.Selectable](sel S, v string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(chromedp.Focus(sel, chromedp.NodeVisible), chromedp.KeyEvent(v))
+}
+
 // run runs one browser action that returns a value and fails the test on error.
 func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
@@ -315,8 +325,8 @@ func login(t *testing.T, ctx context.Context, email, password string) *network.R
 	do(t, ctx, "fill the login form",
 		chromedp.WaitVisible(chromedp.ID("email")),
 		chromedp.Clear(chromedp.ID("email")),
-		chromedp.SendKeys(chromedp.ID("email"), email),
-		chromedp.SendKeys(chromedp.ID("password"), password),
+		typeInto(chromedp.ID("email"), email),
+		typeInto(chromedp.ID("password"), password),
 	)
 	return click(t, ctx, "submit")
 }

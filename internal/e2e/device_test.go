@@ -109,7 +109,7 @@ func TestDeviceFlowInBrowser(t *testing.T) {
 			expectPage(t, navigate(t, ctx, da.VerificationURI), s.URL, oauth.PathDeviceVerification, 200)
 			expectStyled(t, ctx)
 			e.screenshot(t, "device-code.png")
-			do(t, ctx, "type the user code", chromedp.SendKeys(chromedp.ID("user_code"),
+			do(t, ctx, "type the user code", typeInto(chromedp.ID("user_code"),
 				strings.ToLower(da.UserCode[:4]+"-"+da.UserCode[4:])))
 			expectPage(t, click(t, ctx, "submit"), s.URL, oauth.PathLogin, 200)
 			expectPage(t, login(t, ctx, personEmail, personPass), s.URL, "/consent", 200)

@@ -37,7 +37,7 @@ func TestDeviceFlowWithLoginMethodInBrowser(t *testing.T) {
 			oc := e.tvConfig("read")
 			da, result := e.startDevice(t, oc, oauth2.SetAuthURLParam("idp", "partner"))
 			navigate(t, e.ctx, da.VerificationURI)
-			do(t, e.ctx, "type the user code", chromedp.SendKeys(chromedp.ID("user_code"), da.UserCode))
+			do(t, e.ctx, "type the user code", typeInto(chromedp.ID("user_code"), da.UserCode))
 			expectPage(t, click(t, e.ctx, "submit"), e.upIssuer, "/login", 200)
 			expectPage(t, login(t, e.ctx, "alice@example.com", upPass), e.s.URL, "/consent", 200)
 			expectPage(t, click(t, e.ctx, "allow"), e.s.URL, oauth.PathDeviceVerification, 200)

@@ -397,8 +397,8 @@ func dexLogin(t *testing.T, ctx context.Context, email, password string) {
 	t.Helper()
 	do(t, ctx, "fill Dex's login form",
 		chromedp.WaitVisible(chromedp.ID("login")),
-		chromedp.SendKeys(chromedp.ID("login"), email),
-		chromedp.SendKeys(chromedp.ID("password"), password),
+		typeInto(chromedp.ID("login"), email),
+		typeInto(chromedp.ID("password"), password),
 	)
 }
 

@@ -49,7 +49,7 @@ func fill(t *testing.T, ctx context.Context, fields map[string]string) {
 	t.Helper()
 	for id, v := range fields {
 		do(t, ctx, "fill #"+id, chromedp.WaitVisible(chromedp.ID(id)), chromedp.Clear(chromedp.ID(id)),
-			chromedp.SendKeys(chromedp.ID(id), v))
+			typeInto(chromedp.ID(id), v))
 	}
 }
 

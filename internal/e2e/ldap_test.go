@@ -136,8 +136,8 @@ func ldapLogin(t *testing.T, ctx context.Context, username, password string) str
 	do(t, ctx, "fill the LDAP form",
 		chromedp.WaitVisible(chromedp.ID("username")),
 		chromedp.Clear(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), username),
-		chromedp.SendKeys(chromedp.ID("password"), password),
+		typeInto(chromedp.ID("username"), username),
+		typeInto(chromedp.ID("password"), password),
 	)
 	resp := click(t, ctx, "submit")
 	return fmt.Sprintf("%d", resp.Status)
