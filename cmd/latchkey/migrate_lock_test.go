@@ -50,8 +50,14 @@ func TestThreeInstancesMigrateAnEmptyDatabaseOnce(t *testing.T) {
 		if err := in.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		cmd := in.cmd
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		cmd, in := in.cmd, in
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("instance %s log:\n%s", in.name, in.log.String())
+			}
+		})
 	}
 	for _, in := range instances {
 		waitReady(t, in.addr, in.cmd)
@@ -68,10 +74,7 @@ func TestThreeInstancesMigrateAnEmptyDatabaseOnce(t *testing.T) {
 	}
 	appliedBy := map[int][]string{}
 	for _, in := range instances {
-		m := appliedRE.FindStringSubmatch(in.log.String())
-		if m == nil {
-			t.Fatalf("instance %s logged no migration line:\n%s", in.name, in.log.String())
-		}
+		m := appliedRE.FindStringSubmatch(in.log.String()) // there: waited for above
 		if m[1] != strconv.Itoa(len(ms)) || m[2] != fmt.Sprintf("%04d", ms[len(ms)-1].Version) {
 			t.Errorf("instance %s: known=%s latest=%s, want %d and %04d", in.name, m[1], m[2], len(ms), ms[len(ms)-1].Version)
 		}
