@@ -82,8 +82,13 @@ func TestMappedAttributesWinOverUpstreamClaims(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := up.Attributes["family_name"]
-				if p.Profile.DisplayName != want || p.FirstName != "Ada" || p.LastName != want {
-					t.Fatalf("%s: person %+v, want display name %q from the mapping", round, p, want)
+				if p.Profile.DisplayName != want || p.FirstName != "Ada" || p.LastName != want || p.Custom != nil {
+					t.Fatalf("%s: person %+v, want display name %q from the mapping and no custom attributes", round, p, want)
+				}
+				// The upstream's own claims are kept apart, on the identity.
+				link, err := s.Store.FindIdentity(ctx, "", "partner", "up-ada")
+				if err != nil || link.Attributes["display_name"] != shadow || link.Attributes["name"] != "Ada Lovelace" {
+					t.Errorf("%s: the identity keeps %v, %v; want the upstream's display_name and name", round, link.Attributes, err)
 				}
 				for place, claims := range released(t, s, p, []string{"openid", "profile", "email"}) {
 					if claims["display_name"] != want {
