@@ -2,17 +2,25 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/federation"
 	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/openapicheck"
+	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
@@ -50,15 +58,59 @@ func released(t *testing.T, s *servertest.Server, p store.Person, scopes []strin
 	return map[string]map[string]any{"user_details": details, "userinfo": userinfo, "id_token": idt}
 }
 
+// releasedOverHTTP are the same three, answered by the server's endpoints:
+// the person signs in with email and password through the hosted pages,
+// client web exchanges the code for scopes, and its access token is sent
+// to UserInfo and introspected by the resource server rs.
+func releasedOverHTTP(t *testing.T, s *servertest.Server, email, pass string, scopes []string) map[string]map[string]any {
+	t.Helper()
+	oc := oauthConfig(s, "web", webSecret, oauth2.AuthStyleInHeader)
+	oc.Scopes = scopes
+	verifier := oauth2.GenerateVerifier()
+	back := s.Authorize(t, s.Browser(), oc.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)), email, pass, "allow").Back
+	tok, err := oc.Exchange(clientCtx(s), back.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatalf("exchange (back %s): %v", back, err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	info := bearerGet(t, s, "/oauth/userinfo", tok.AccessToken)
+	if info.status != http.StatusOK {
+		t.Fatalf("userinfo: %d %s", info.status, info.body)
+	}
+	r := introspect(t, s, tok.AccessToken, nil)
+	details, ok := r.json["user_details"].(map[string]any)
+	if r.status != http.StatusOK || !ok {
+		t.Fatalf("introspection: %d %s", r.status, r.body)
+	}
+	return map[string]map[string]any{"user_details": details, "userinfo": info.json, "id_token": jwtClaims(t, raw)}
+}
+
+// setPassword gives person id a password, so the tests can sign in as a
+// person a federated sign-in created.
+func setPassword(t *testing.T, s *servertest.Server, id, pass string) {
+	t.Helper()
+	h, err := password.Hash(pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.UpdatePerson(t.Context(), id, func(p store.Person) (store.Person, error) {
+		p.PasswordHash = h
+		return p, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The probe of issue 59: a login method maps family_name to display_name,
 // and the upstream sends a display_name (and first_name, name) of its own.
 // The person shows the mapped value; user_details, UserInfo and the ID
 // token release exactly that, and the upstream's own claim reaches none of
-// them — at creation and at a synchronising sign-in.
+// them — at creation and at a synchronising sign-in; built as the server
+// builds them, and answered by the server's own endpoints.
 func TestMappedAttributesWinOverUpstreamClaims(t *testing.T) {
 	for _, backend := range servertest.Backends {
 		t.Run(backend, func(t *testing.T) {
-			s := servertest.Start(t, &config.Config{}, servertest.Options{Backend: backend})
+			s := servertest.Start(t, introspectConfig(), servertest.Options{Backend: backend})
 			fed := newFederation(t, s)
 			on := true
 			m := federation.Method{ID: "partner", Name: "Partner", Type: federation.TypeOIDC, LoginMethod: cimconfig.LoginMethod{
@@ -90,14 +142,22 @@ func TestMappedAttributesWinOverUpstreamClaims(t *testing.T) {
 				if err != nil || link.Attributes["display_name"] != shadow || link.Attributes["name"] != "Ada Lovelace" {
 					t.Errorf("%s: the identity keeps %v, %v; want the upstream's display_name and name", round, link.Attributes, err)
 				}
-				for place, claims := range released(t, s, p, []string{"openid", "profile", "email"}) {
+				if round == "creation" {
+					setPassword(t, s, p.ID, personPass)
+				}
+				scopes := []string{"openid", "profile", "email"}
+				views := released(t, s, p, scopes)
+				for place, claims := range releasedOverHTTP(t, s, "ada@example.com", personPass, append(scopes, "read")) {
+					views["endpoint "+place] = claims
+				}
+				for place, claims := range views {
 					if claims["display_name"] != want {
 						t.Errorf("%s: %s display_name = %v, want the mapped %q", round, place, claims["display_name"], want)
 					}
 					if claims["first_name"] != "Ada" {
 						t.Errorf("%s: %s first_name = %v, want the profile's Ada", round, place, claims["first_name"])
 					}
-					if place != "user_details" && claims["name"] != want {
+					if !strings.HasSuffix(place, "user_details") && claims["name"] != want {
 						t.Errorf("%s: %s name = %v, want the profile's display name %q", round, place, claims["name"], want)
 					}
 					for k, v := range claims {
@@ -187,4 +247,89 @@ func TestPersonClaimsProfileAndProtocolWin(t *testing.T) {
 	if got := oauth.PersonClaims(p, details, []string{"openid"}); got["email"] != "hook@example.com" || got["nonce"] != nil {
 		t.Errorf("openid alone: %v", got)
 	}
+}
+
+// Custom attributes written through the person import API and the admin
+// API, named like the claims they would shadow, never reach a released
+// claim of that name: user_details (introspection), UserInfo and the ID
+// token answer the profile's and the protocol's values, and a custom
+// attribute only under the key the operator's user_details mapping gives
+// it (here custom.display_name -> imported_display_name).
+func TestWrittenCustomAttributesNeverShadowClaims(t *testing.T) {
+	shadowed := []string{"display_name", "name", "email", "email_verified", "given_name", "family_name", "first_name",
+		"last_name", "id", "status", "sub", "iss", "aud", "nonce", "amr", "acr", "sid", "auth_time", "group_permissions"}
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			cfg := introspectConfig()
+			cfg.APIUsers = []config.APIUser{{Username: "admin", Password: apiPass}}
+			cfg.Introspection.UserDetails = map[string]string{"email": "email", "first_name": "first_name", "last_name": "last_name",
+				"display_name": "display_name", "id": "id", "status": "status", "custom.tier": "tier",
+				"custom.display_name": "imported_display_name"}
+			s := servertest.Start(t, cfg, servertest.Options{Backend: backend})
+			jane, err := s.Store.GetPersonByEmail(t.Context(), "", personEmail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, writer := range []string{"import API", "admin API"} {
+				shadow := "shadow by the " + writer
+				custom := map[string]string{"tier": writer}
+				for _, name := range shadowed {
+					custom[name] = shadow
+				}
+				if writer == "import API" {
+					var attrs []any
+					for _, k := range slices.Sorted(maps.Keys(custom)) {
+						attrs = append(attrs, map[string]any{"name": k, "value": custom[k]})
+					}
+					body, _ := json.Marshal(map[string]any{"persons": []any{map[string]any{"status": "ACTIVATED", "profile": map[string]any{
+						"reference_id": jane.ID, "email_addresses": []any{map[string]any{"value": personEmail, "primary": true}},
+						"name":              map[string]any{"first_name": "Jane", "last_name": "Doe", "display_name": "Jane D."},
+						"custom_attributes": attrs}}}})
+					if r := apiCall(t, s, http.MethodPost, "/api/import/persons", string(body)); r.status != http.StatusCreated ||
+						len(r.json["failures"].([]any)) != 0 {
+						t.Fatalf("import: %d %s", r.status, r.body)
+					}
+				} else {
+					body, _ := json.Marshal(map[string]any{"custom_attributes": custom})
+					if r := apiCall(t, s, http.MethodPatch, "/api/v1/persons/"+jane.ID, string(body)); r.status != http.StatusOK {
+						t.Fatalf("admin API: %d %s", r.status, r.body)
+					}
+				}
+				if p, _ := s.Store.GetPerson(t.Context(), jane.ID); !maps.Equal(p.Custom, custom) || p.Profile.DisplayName != "Jane D." {
+					t.Fatalf("%s wrote %v (display name %q), want %v", writer, p.Custom, p.Profile.DisplayName, custom)
+				}
+				for place, claims := range releasedOverHTTP(t, s, personEmail, personPass, []string{"openid", "profile", "email", "read"}) {
+					for k, v := range claims {
+						if v == shadow && k != "imported_display_name" {
+							t.Errorf("%s: %s releases a custom attribute as %q", writer, place, k)
+						}
+					}
+					if claims["imported_display_name"] != shadow || claims["tier"] != writer {
+						t.Errorf("%s: %s imported_display_name %v, tier %v: want the custom attributes under the mapping's keys",
+							writer, place, claims["imported_display_name"], claims["tier"])
+					}
+					if claims["display_name"] != "Jane D." || claims["email"] != personEmail || claims["first_name"] != "Jane" ||
+						claims["id"] != jane.ID || claims["status"] != "ACTIVATED" {
+						t.Errorf("%s: %s %v: want the profile's display_name, email, first_name, id and status", writer, place, claims)
+					}
+					if place != "user_details" && (claims["sub"] != jane.ID || claims["name"] != "Jane D." || claims["given_name"] != "Jane") {
+						t.Errorf("%s: %s sub %v, name %v, given_name %v: want the person's", writer, place, claims["sub"], claims["name"],
+							claims["given_name"])
+					}
+				}
+			}
+		})
+	}
+}
+
+// apiCall sends a JSON body to an API of the API user admin.
+func apiCall(t *testing.T, s *servertest.Server, method, path, body string) answer {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth("admin", apiPass)
+	resp, b := openapicheck.Do(t, s.Client(), req)
+	a := answer{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	_ = json.Unmarshal(b, &a.json)
+	return a
 }
