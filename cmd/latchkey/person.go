@@ -35,6 +35,8 @@ type personView struct {
 type identityView struct {
 	IdPID      string `json:"idp_id"`
 	ExternalID string `json:"external_person_id"`
+	// Upstream is what the identity provider sent that no mapping took.
+	Upstream map[string]string `json:"upstream_attributes,omitempty"`
 }
 
 // personCmd is "latchkey person show|block|unblock|delete ...".
@@ -84,7 +86,7 @@ func personCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		Custom: p.Custom, Identities: []identityView{}, Created: p.CreatedAt.Format("2006-01-02T15:04:05Z07:00"),
 		Updated: p.UpdatedAt.Format("2006-01-02T15:04:05Z07:00")}
 	for _, l := range links {
-		v.Identities = append(v.Identities, identityView{l.IdPID, l.ExternalID})
+		v.Identities = append(v.Identities, identityView{l.IdPID, l.ExternalID, l.Attributes})
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

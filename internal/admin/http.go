@@ -392,10 +392,14 @@ type personView struct {
 	UpdatedAt        string                `json:"updated_at"`
 }
 
+// identityView is a linked identity. upstream_attributes are what the
+// identity provider sent that no mapping took: shown to the operator (to
+// choose what to map), never part of the person nor released.
 type identityView struct {
-	IdPID      string `json:"idp_id"`
-	ExternalID string `json:"external_id"`
-	CreatedAt  string `json:"created_at"`
+	IdPID              string            `json:"idp_id"`
+	ExternalID         string            `json:"external_id"`
+	UpstreamAttributes map[string]string `json:"upstream_attributes"`
+	CreatedAt          string            `json:"created_at"`
 }
 
 func personOf(p Person) personView {
@@ -418,7 +422,12 @@ func personOf(p Person) personView {
 		v.CustomAttributes = map[string]string{}
 	}
 	for _, e := range p.Identities {
-		v.Identities = append(v.Identities, identityView{IdPID: e.IdPID, ExternalID: e.ExternalID, CreatedAt: stamp(e.CreatedAt)})
+		attrs := e.Attributes
+		if attrs == nil {
+			attrs = map[string]string{}
+		}
+		v.Identities = append(v.Identities, identityView{IdPID: e.IdPID, ExternalID: e.ExternalID, UpstreamAttributes: attrs,
+			CreatedAt: stamp(e.CreatedAt)})
 	}
 	return v
 }

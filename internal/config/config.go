@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/mail"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/latchkey/latchkey/internal/claim"
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/lazyre"
 )
@@ -476,13 +478,8 @@ func (c *Config) Validate() error {
 	if u := c.Introspection.GroupPermissionsAPI; u != "" && !absoluteHTTP(u) {
 		return fmt.Errorf("introspection.group_permissions_api: %q is not an absolute http(s) URL", u)
 	}
-	for attr := range c.Introspection.UserDetails {
-		switch {
-		case attr == "email", attr == "first_name", attr == "last_name", attr == "display_name", attr == "id", attr == "status":
-		case strings.HasPrefix(attr, "custom.") && len(attr) > len("custom."):
-		default:
-			return fmt.Errorf("introspection.user_details: unknown person attribute %q", attr)
-		}
+	if err := checkUserDetails(c.Introspection.UserDetails); err != nil {
+		return err
 	}
 	for name, h := range map[string]Webhook{"webhooks.access_token": c.Webhooks.AccessToken, "webhooks.user_details": c.Webhooks.UserDetails} {
 		if h.URL == "" {
@@ -616,4 +613,38 @@ const (
 // values on a store of backend ("sqlite" or "postgres").
 func (c *Config) StampedTokenKeys(backend string) bool {
 	return c.TokenKeys == TokenKeysStamped || c.TokenKeys == "" && backend == "sqlite"
+}
+
+// checkUserDetails checks the introspection.user_details mapping (person
+// attribute -> key). The keys become claims of UserInfo and the ID token,
+// so that a custom attribute can never stand in for the profile or the
+// protocol (docs/SECURITY.md): no key is a protocol claim, a custom
+// attribute's key is no reserved name (a standard claim, a profile
+// attribute's name), and no two attributes share a key (one would win by
+// chance).
+func checkUserDetails(m map[string]string) error {
+	attrs := slices.Sorted(maps.Keys(m))
+	byKey := map[string]string{}
+	for _, attr := range attrs {
+		key := m[attr]
+		custom := strings.HasPrefix(attr, "custom.") && len(attr) > len("custom.")
+		switch {
+		case attr == "email", attr == "first_name", attr == "last_name", attr == "display_name", attr == "id", attr == "status":
+		case custom:
+		default:
+			return fmt.Errorf("introspection.user_details: unknown person attribute %q", attr)
+		}
+		switch {
+		case key == "":
+			return fmt.Errorf("introspection.user_details: %s has no key", attr)
+		case claim.Protocol(key):
+			return fmt.Errorf("introspection.user_details: %s: %q is a protocol claim, which only latchkey sets", attr, key)
+		case custom && claim.Reserved(key):
+			return fmt.Errorf("introspection.user_details: %s: %q is reserved for the profile; release a custom attribute under a name of its own", attr, key)
+		case byKey[key] != "":
+			return fmt.Errorf("introspection.user_details: %s and %s both map to %q", byKey[key], attr, key)
+		}
+		byKey[key] = attr
+	}
+	return nil
 }

@@ -130,6 +130,12 @@ func TestLoadErrors(t *testing.T) {
 		{"rotation within the publish-ahead time", "oidc:\n  key_rotation_period: 24h\n", nil, "oidc.key_rotation_period"},
 		{"max signed lifetime below the id token's", "oidc:\n  id_token_lifetime: 2h\n  max_signed_lifetime: 1h\n", nil, "oidc.max_signed_lifetime"},
 		{"bad signing algorithm from the environment", "", []string{"LATCHKEY_OIDC_SIGNING_ALGORITHM=none"}, "oidc.signing_algorithm"},
+		{"unknown user details attribute", "introspection:\n  user_details: {nickname: nick}\n", nil, `unknown person attribute "nickname"`},
+		{"custom attribute as a profile claim", "introspection:\n  user_details: {custom.work_mail: email}\n", nil, `"email" is reserved`},
+		{"custom attribute as a profile attribute's name", "introspection:\n  user_details: {custom.shown: display_name}\n", nil, `"display_name" is reserved`},
+		{"profile attribute as a protocol claim", "introspection:\n  user_details: {id: sub}\n", nil, `"sub" is a protocol claim`},
+		{"two attributes on one key", "introspection:\n  user_details: {first_name: given, custom.given: given}\n", nil, `both map to "given"`},
+		{"user details attribute without a key", "introspection:\n  user_details: {first_name: ''}\n", nil, "first_name has no key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +154,32 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("error spans several lines: %q", err)
 			}
 		})
+	}
+}
+
+// A custom attribute is released (introspection.user_details) under no
+// reserved name (claim.Reserved), and no attribute under a protocol claim:
+// every such name is refused at load, whatever else the mapping holds.
+func TestUserDetailsKeysAreNeverReserved(t *testing.T) {
+	for _, tc := range []struct {
+		mapping string
+		ok      bool
+	}{
+		{"{custom.loyalty: loyalty_level}", true},
+		{"{first_name: name, display_name: shown}", true}, // the profile, under names of the operator's choice
+		{"{custom.a: x, custom.b: y}", true},
+		{"{custom.a: nonce}", false}, {"{custom.a: amr}", false}, {"{custom.a: at_hash}", false}, {"{custom.a: sid}", false},
+		{"{custom.a: cnf}", false}, {"{custom.a: urn:vendor.com:oidc:group_policies}", false}, {"{custom.a: group_permissions}", false},
+		{"{custom.a: name}", false}, {"{custom.a: given_name}", false}, {"{custom.a: email_verified}", false},
+		{"{custom.a: phone_number}", false}, {"{custom.a: address}", false}, {"{custom.a: updated_at}", false},
+		{"{custom.a: first_name}", false}, {"{custom.a: last_name}", false}, {"{custom.a: id}", false}, {"{custom.a: status}", false},
+		{"{email: iss}", false}, {"{status: exp}", false}, {"{display_name: auth_time}", false},
+		{"{custom.a: x, custom.b: x}", false},
+	} {
+		_, err := Load(writeFile(t, "introspection:\n  user_details: "+tc.mapping+"\n"), nil)
+		if (err == nil) != tc.ok {
+			t.Errorf("user_details %s: %v, want accepted=%v", tc.mapping, err, tc.ok)
+		}
 	}
 }
 

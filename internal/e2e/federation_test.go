@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -180,8 +179,11 @@ func TestOpenIDConnectLoginMethodInBrowser(t *testing.T) {
 	for _, backend := range servertest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			e := newFedEnv(t, backend)
+			// family_name -> display_name (issue 59's probe): the upstream, a
+			// latchkey, also sends a display_name of its own ("Alice Upstream").
 			configure(t, e.s, `{"features":{"automated_external_identity_coupling_enabled":true},"login_methods":{"login_methods":[`+
-				oidcMethod("partner", "Partner", e.upIssuer+"/.well-known/openid-configuration", "latchkey-rp", upSecret, "")+`]}}`)
+				oidcMethod("partner", "Partner", e.upIssuer+"/.well-known/openid-configuration", "latchkey-rp", upSecret,
+					`,"attribute_mappings":[{"id":"a1","map_to":"display_name","map_from":"family_name"}]`)+`]}}`)
 
 			// Creation: the login page's button, the upstream's own login
 			// page, back to latchkey's consent page, a code.
@@ -199,11 +201,22 @@ func TestOpenIDConnectLoginMethodInBrowser(t *testing.T) {
 			alice := personByEmail(t, e.s.Store, "alice@example.com")
 			upAlice := personByEmail(t, e.up.Store, "alice@example.com")
 			if idt.Subject != alice.ID || alice.Status != "ACTIVATED" || alice.FirstName != "Alice" || alice.LastName != "Upstream" ||
-				alice.Custom["upstream_name"] != "Alice Upstream" {
-				t.Errorf("created person %+v (ID token sub %s): want Alice Upstream, ACTIVATED, mapped attributes", alice, idt.Subject)
+				alice.Profile.DisplayName != "Upstream" || len(alice.Custom) != 1 || alice.Custom["upstream_name"] != "Alice Upstream" {
+				t.Errorf("created person %+v (ID token sub %s): want Alice Upstream, ACTIVATED, mapped attributes only", alice, idt.Subject)
 			}
-			if _, err := e.s.Store.FindIdentity(context.Background(), "", "partner", upAlice.ID); err != nil {
-				t.Errorf("identity of the upstream subject: %v", err)
+			// latchkey's ID token releases the mapped display name; the
+			// upstream's own is kept on the identity, apart.
+			var released struct {
+				DisplayName string `json:"display_name"`
+				FirstName   string `json:"first_name"`
+			}
+			if err := idt.Claims(&released); err != nil || released.DisplayName != "Upstream" || released.FirstName != "Alice" {
+				t.Errorf("ID token display_name %q, first_name %q (%v): want the mapped Upstream and Alice", released.DisplayName,
+					released.FirstName, err)
+			}
+			if link, err := e.s.Store.FindIdentity(context.Background(), "", "partner", upAlice.ID); err != nil ||
+				link.Attributes["display_name"] != "Alice Upstream" {
+				t.Errorf("identity of the upstream subject: %+v, %v; want the upstream's display_name kept on it", link, err)
 			}
 			if got := amrOf(t, idt); strings.Join(got, " ") != "fed acr=1" {
 				t.Errorf("ID token amr and acr: %v, want fed and 1", got)
@@ -447,8 +460,12 @@ func TestDexLoginMethodInBrowser(t *testing.T) {
 			if idt.Subject != erin.ID || !erin.Profile.Emails[0].Verified {
 				t.Errorf("created %+v (sub %s): want erin with her verified address", erin, idt.Subject)
 			}
-			b, _ := json.Marshal(erin.Custom)
-			t.Logf("erin's custom attributes from Dex: %s", b)
+			if len(erin.Custom) != 1 || erin.Custom["upstream_name"] != "erin" {
+				t.Errorf("erin's custom attributes %v: want only upstream_name, the one mapped (Dex's name: erin)", erin.Custom)
+			}
+			if ids, err := s.Store.ListIdentities(context.Background(), erin.ID); err != nil || len(ids) != 1 || ids[0].IdPID != "dex" {
+				t.Errorf("erin's identities %v, %v; want one of dex", ids, err)
+			}
 			app.none(t)
 		})
 	}

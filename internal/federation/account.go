@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/latchkey/latchkey/internal/claim"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/mail"
@@ -55,10 +56,11 @@ var defaultMappings = map[string]map[string]string{
 		ToPhoneNumber: "telephoneNumber", ToPreferredLocale: "preferredLanguage"},
 }
 
-// protocolClaims are never kept as custom attributes: they say how the
-// token was made, not who the person is.
-var protocolClaims = []string{"iss", "sub", "aud", "exp", "iat", "nbf", "auth_time", "nonce", "acr", "amr", "azp",
-	"at_hash", "c_hash", "sid", "jti", "email_verified", "phone_number_verified", "updated_at", "dn"}
+// notKept are upstream attributes never kept on the identity beside the
+// protocol's claims (claim.Protocol: they say how the token was made, not
+// who the person is): what the sign-in already read (the verification of
+// the address), a directory entry's DN (the identity itself).
+var notKept = []string{"email_verified", "phone_number_verified", "updated_at", "dn"}
 
 // Bounds of what an upstream may write into a profile (as the import API's).
 const (
@@ -134,8 +136,10 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// apply writes the mapped attributes of u into p. It reports the email the
-// upstream gave ("" for none) so the caller decides about it.
+// apply writes the mapped attributes of u into p: attribute_mappings into
+// the profile, custom_attribute_mappings into the custom attributes, and
+// nothing else. It reports the email the upstream gave ("" for none) so
+// the caller decides about it.
 func (mp mapping) apply(p *store.Person, u Upstream) string {
 	get := func(to string) string { return clip(text(u.Attributes, mp.to[to]), maxText) }
 	set := func(dst *string, to string) {
@@ -163,33 +167,13 @@ func (mp mapping) apply(p *store.Person, u Upstream) string {
 	if v := get(ToPhoneNumber); v != "" && !slices.ContainsFunc(p.Profile.Phones, func(c store.ContactPoint) bool { return c.Value == v }) {
 		p.Profile.Phones = append(p.Profile.Phones, store.ContactPoint{Value: v, Primary: len(p.Profile.Phones) == 0})
 	}
-	mapped := map[string]bool{}
-	for _, from := range mp.to {
-		mapped[from] = true
-	}
 	custom := maps.Clone(p.Custom)
 	if custom == nil {
 		custom = map[string]string{}
 	}
-	for name, from := range mp.custom {
-		mapped[from] = true
-		if v := text(u.Attributes, from); v != "" {
+	for _, name := range slices.Sorted(maps.Keys(mp.custom)) {
+		if v := text(u.Attributes, mp.custom[name]); v != "" {
 			custom[clip(name, 128)] = clip(v, maxValue)
-		}
-	}
-	// Unmapped attributes are kept as custom attributes under their own
-	// name, except the protocol's and excluded_unmapped_attributes.
-	names := slices.Sorted(maps.Keys(u.Attributes))
-	for _, name := range names {
-		if mapped[name] || slices.Contains(protocolClaims, name) || slices.Contains(mp.excluded, name) ||
-			name == "" || len(name) > 128 || len(custom) >= maxAttributes {
-			continue
-		}
-		if _, set := custom[name]; set && mp.custom[name] != "" {
-			continue // a custom mapping's target wins
-		}
-		if v := text(u.Attributes, name); v != "" {
-			custom[name] = clip(v, maxValue)
 		}
 	}
 	if len(custom) == 0 {
@@ -275,8 +259,38 @@ type accountRules struct {
 	multiple bool // bind_multiple_external_accounts_with_one_cim_account
 }
 
+// unmapped are the attributes of u that no mapping of mp took: kept on the
+// linked identity (store.ExternalIdentity.Attributes), never on the person,
+// so that an upstream's own display_name, email or role can never stand in
+// for the profile or for a custom attribute the operator releases. The
+// protocol's claims and excluded_unmapped_attributes are dropped.
+func (mp mapping) unmapped(u Upstream) map[string]string {
+	mapped := map[string]bool{}
+	for _, from := range mp.to {
+		mapped[from] = true
+	}
+	for _, from := range mp.custom {
+		mapped[from] = true
+	}
+	kept := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(u.Attributes)) {
+		if mapped[name] || claim.Protocol(name) || slices.Contains(notKept, name) || slices.Contains(mp.excluded, name) ||
+			name == "" || len(name) > 128 || len(kept) >= maxAttributes {
+			continue
+		}
+		if v := text(u.Attributes, name); v != "" {
+			kept[name] = clip(v, maxValue)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
 func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m Method, u Upstream, rules accountRules, out *Outcome) error {
 	mp := mappingOf(m)
+	kept := mp.unmapped(u)
 	channel := strings.ToLower(m.Type)
 	ctxInfo := map[string]string{"idp": m.ID, "channel": channel}
 	linked := func(link store.ExternalIdentity) error {
@@ -291,6 +305,11 @@ func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m
 		if on(m.SynchroniseAttributes) {
 			if err := s.synchronise(ctx, tx, f, mp, u, out, ctxInfo); err != nil {
 				return err
+			}
+			if !maps.Equal(link.Attributes, kept) {
+				if err := tx.SetIdentityAttributes(ctx, link.Partition, link.IdPID, link.ExternalID, kept); err != nil {
+					return err
+				}
 			}
 		}
 		return s.Events.RecordPerson(ctx, tx, f, events.Person{Type: events.PersonExternalLogin, PersonID: p.ID, AgentUser: p.ID,
@@ -342,7 +361,7 @@ func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m
 			}
 		}
 		if err := tx.LinkIdentity(ctx, store.ExternalIdentity{IdPID: m.IdPID(), ExternalID: u.Subject, PersonID: existing.ID,
-			CreatedAt: now}); err != nil {
+			Attributes: kept, CreatedAt: now}); err != nil {
 			return err
 		}
 		out.Person, out.Coupled = existing, true
@@ -368,7 +387,7 @@ func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m
 		return err
 	}
 	if err := tx.LinkIdentity(ctx, store.ExternalIdentity{IdPID: m.IdPID(), ExternalID: u.Subject, PersonID: fresh.ID,
-		CreatedAt: now}); err != nil {
+		Attributes: kept, CreatedAt: now}); err != nil {
 		return err
 	}
 	out.Person, out.Created = fresh, true

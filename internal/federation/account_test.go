@@ -3,6 +3,7 @@ package federation_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"testing"
 
@@ -36,14 +37,18 @@ func TestSignInRules(t *testing.T) {
 			"attribute_mappings":[{"id":"a1","map_to":"first_name","map_from":"nickname"}]`)
 
 		// A new subject creates a person from the mapped attributes; the
-		// unmapped ones are custom attributes unless excluded.
+		// unmapped ones are kept on the identity unless excluded, never on
+		// the person.
 		up := federation.Upstream{Subject: "s-1", Attributes: map[string]any{"email": "new@example.com", "nickname": "Newt",
 			"family_name": "Person", "department": "R&D", "secret_note": "x", "iat": 1.0}}
 		out, err := w.fed.SignIn(ctx, f, m, up)
 		if err != nil || !out.Created || out.Person.FirstName != "Newt" || out.Person.LastName != "Person" ||
-			out.Person.Custom["department"] != "R&D" || out.Person.Custom["secret_note"] != "" || out.Person.Custom["iat"] != "" ||
-			out.Person.Status != identity.StatusActivated || out.Person.Profile.Emails[0].Verified {
+			out.Person.Custom != nil || out.Person.Status != identity.StatusActivated || out.Person.Profile.Emails[0].Verified {
 			t.Fatalf("creation: %+v, %v", out, err)
+		}
+		if link, err := w.s.Store.FindIdentity(ctx, "", "corp", "s-1"); err != nil ||
+			!maps.Equal(link.Attributes, map[string]string{"department": "R&D"}) {
+			t.Errorf("the identity's attributes %v, %v; want department alone (secret_note excluded, iat the protocol's)", link.Attributes, err)
 		}
 		// The same subject again is that person; synchronise_attributes
 		// writes the new name.
@@ -140,6 +145,77 @@ func TestSignInRace(t *testing.T) {
 		}
 		if _, err := w.s.Store.GetPerson(context.Background(), ids[0]); errors.Is(err, store.ErrNotFound) {
 			t.Error("the person is not stored")
+		}
+	})
+}
+
+// What an upstream sends unmapped is kept on the identity, apart from the
+// person: it never replaces a custom attribute the operator (or the import
+// API) wrote, nor fills the profile — at coupling and at every
+// synchronising sign-in. Only custom_attribute_mappings write custom
+// attributes, and excluded_unmapped_attributes are kept nowhere.
+func TestUnmappedUpstreamClaimsStayOffThePerson(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		f := request.Facts{Addr: "192.0.2.1"}
+		jane, err := w.s.Store.GetPersonByEmail(ctx, "", "jane@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		operator := map[string]string{"role": "member", "tier": "gold"}
+		if err := w.s.Store.UpdatePerson(ctx, jane.ID, func(p store.Person) (store.Person, error) {
+			p.Custom, p.Profile.DisplayName = maps.Clone(operator), "Jane D."
+			return p, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		w.configure(t, `{"features":{"automated_external_identity_coupling_enabled":true}}`)
+		w.configure(t, methodJSON("corp", "https://op.example/.well-known/openid-configuration",
+			`,"synchronise_attributes":true,"excluded_unmapped_attributes":["ssn"]`))
+		m, err := w.fed.Method(ctx, "corp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := federation.Upstream{Subject: "s-jane", EmailVerified: true, Attributes: map[string]any{"email": "jane@example.com",
+			"role": "admin", "tier": "platinum", "display_name": "Shadow", "first_name": "Shadow", "ssn": "123", "nonce": "n"}}
+		for _, round := range []string{"coupling", "synchronising sign-in"} {
+			out, err := w.fed.SignIn(ctx, f, m, up)
+			if err != nil {
+				t.Fatalf("%s: %v", round, err)
+			}
+			p, _ := w.s.Store.GetPerson(ctx, jane.ID)
+			if out.Person.ID != jane.ID || !maps.Equal(p.Custom, operator) || p.Profile.DisplayName != "Jane D." || p.FirstName != jane.FirstName {
+				t.Errorf("%s: person %+v; want the operator's custom attributes %v and the profile untouched", round, p, operator)
+			}
+			link, err := w.s.Store.FindIdentity(ctx, "", "corp", "s-jane")
+			want := map[string]string{"role": up.Attributes["role"].(string), "tier": "platinum", "display_name": "Shadow", "first_name": "Shadow"}
+			if err != nil || !maps.Equal(link.Attributes, want) {
+				t.Errorf("%s: the identity's attributes %v, %v; want %v (ssn excluded, nonce the protocol's)", round, link.Attributes, err, want)
+			}
+			up.Attributes["role"] = "owner"
+		}
+		// The next sign-in replaces what the identity keeps: it is what the
+		// upstream said last.
+		if link, _ := w.s.Store.FindIdentity(ctx, "", "corp", "s-jane"); link.Attributes["role"] != "owner" {
+			t.Errorf("the identity's role %q after a synchronising sign-in, want owner", link.Attributes["role"])
+		}
+
+		// An explicit custom_attribute_mappings entry is the operator's
+		// choice: that one attribute, and only it, becomes custom.
+		w.configure(t, methodJSON("corp", "https://op.example/.well-known/openid-configuration",
+			`,"synchronise_attributes":true,"custom_attribute_mappings":[{"id":"c1","attribute_to_map_from":"tier","attribute_to_map_to":"tier"}]`))
+		if m, err = w.fed.Method(ctx, "corp"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.fed.SignIn(ctx, f, m, up); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := w.s.Store.GetPerson(ctx, jane.ID)
+		if !maps.Equal(p.Custom, map[string]string{"role": "member", "tier": "platinum"}) {
+			t.Errorf("custom attributes %v with tier mapped, want role kept and tier the upstream's", p.Custom)
+		}
+		if link, _ := w.s.Store.FindIdentity(ctx, "", "corp", "s-jane"); link.Attributes["tier"] != "" || link.Attributes["role"] != "owner" {
+			t.Errorf("the identity keeps %v; a mapped attribute is not kept there", link.Attributes)
 		}
 	})
 }

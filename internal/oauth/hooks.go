@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/claim"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/request"
@@ -131,21 +132,45 @@ func (s *Service) detailsOf(ctx context.Context, f request.Facts, st store.Store
 // userHookRequest is the user details hook's request for person p: its
 // claims are the mapped attributes, the details without the hook.
 func (s *Service) userHookRequest(p store.Person, scopes []string, params map[string][]string) webhook.UserDetailsRequest {
-	return webhook.UserDetailsRequest{User: webhook.ID{ID: p.ID}, Scopes: scopes, Claims: s.mappedAttributes(p),
+	return webhook.UserDetailsRequest{User: webhook.ID{ID: p.ID}, Scopes: scopes, Claims: s.MappedAttributes(p),
 		ContextCustomParams: nonNil(params)}
 }
 
-// mappedAttributes are person p's attributes under the names the user
-// details mapping gives them.
-func (s *Service) mappedAttributes(p store.Person) map[string]any {
+// MappedAttributes are person p's attributes under the names the user
+// details mapping gives them: the user details before the web hook, and
+// the claims both web hooks are sent. The profile's attributes come first:
+// a custom attribute (custom.<name>) never takes a key one of them has,
+// nor a reserved claim name (claim.Reserved: a protocol claim, a standard
+// claim, a profile attribute's name), whoever wrote the attribute and
+// whatever the mapping says — config.Load refuses such a mapping, and this
+// holds for any other Details too. No key is ever a protocol claim.
+func (s *Service) MappedAttributes(p store.Person) map[string]any {
 	out := map[string]any{}
+	var custom []string
 	for attr, key := range s.Details.UserDetails {
-		if v, ok := personAttribute(p, attr); ok {
+		if strings.HasPrefix(attr, customPrefix) {
+			custom = append(custom, attr)
+			continue
+		}
+		if v, ok := personAttribute(p, attr); ok && !claim.Protocol(key) {
+			out[key] = v
+		}
+	}
+	slices.Sort(custom) // two custom attributes on one key: the same one wins every time
+	for _, attr := range custom {
+		key := s.Details.UserDetails[attr]
+		if _, taken := out[key]; taken || claim.Reserved(key) {
+			continue
+		}
+		if v, ok := p.Custom[attr[len(customPrefix):]]; ok {
 			out[key] = v
 		}
 	}
 	return out
 }
+
+// customPrefix names a custom attribute in the user details mapping.
+const customPrefix = "custom."
 
 // askUserHook calls the user details hook with req and returns the
 // details: req's claims with what the hook answered. st records a failure
@@ -172,7 +197,7 @@ func (s *Service) askUserHook(ctx context.Context, f request.Facts, st store.Sto
 	return details, nil
 }
 
-// personAttribute reads one mappable attribute of a person.
+// personAttribute reads one mappable profile attribute of a person.
 func personAttribute(p store.Person, attr string) (string, bool) {
 	switch attr {
 	case "id":
@@ -184,15 +209,15 @@ func personAttribute(p store.Person, attr string) (string, bool) {
 	case "last_name":
 		return p.LastName, p.LastName != ""
 	case "display_name":
-		// The spec's rule: without a display name, first name plus last name.
-		n := strings.TrimSpace(p.FirstName + " " + p.LastName)
+		// The spec's rule: the display name, or without one first name
+		// plus last name.
+		n := p.Profile.DisplayName
+		if n == "" {
+			n = strings.TrimSpace(p.FirstName + " " + p.LastName)
+		}
 		return n, n != ""
 	case "status":
 		return p.Status, p.Status != ""
-	}
-	if name, ok := strings.CutPrefix(attr, "custom."); ok {
-		v, ok := p.Custom[name]
-		return v, ok
 	}
 	return "", false
 }
@@ -210,7 +235,7 @@ func (s *Service) accessHookRequest(client store.Client, subject string, scopes 
 	req := webhook.AccessTokenRequest{Client: webhook.ID{ID: client.ID}, Scopes: scopes,
 		UserClaims: map[string]any{}, ContextCustomParams: nonNil(params)}
 	if subject != "" {
-		req.User, req.UserClaims = &webhook.ID{ID: subject}, s.mappedAttributes(p)
+		req.User, req.UserClaims = &webhook.ID{ID: subject}, s.MappedAttributes(p)
 	}
 	return req
 }

@@ -115,6 +115,31 @@ func TestJWTAccessTokenCarriesTheHooksClaims(t *testing.T) {
 	}
 }
 
+// The access token hook adds claims of its own, never a protocol claim
+// (claim.Protocol): a client credentials token has no amr, acr, auth_time,
+// nbf, cnf or sid of latchkey's, and the hook cannot give it one either
+// (RFC 9068 section 2.2, RFC 7800 section 3.1).
+func TestJWTAccessTokenTakesNoProtocolClaimFromTheHook(t *testing.T) {
+	hook := newHook(t, hookSecret, `{"additionalClaims":{"tier":"gold","nbf":1,"cnf":{"jkt":"forged"},"sid":"forged",
+		"amr":["hwk"],"acr":"3","auth_time":1,"nonce":"forged","azp":"forged","act":{"sub":"forged"},"may_act":{"sub":"forged"}}}`)
+	cfg := jwtConfig()
+	cfg.Webhooks.AccessToken = config.Webhook{URL: hook.URL, Secret: hookSecret}
+	s := servertest.Start(t, cfg, servertest.Options{})
+	tok := jwtToken(t, s, "read")
+	if tok.status != 200 {
+		t.Fatalf("token: %d %s", tok.status, tok.body)
+	}
+	c := jwtClaims(t, tok.json["access_token"].(string))
+	if c["tier"] != "gold" || c["sub"] != "jwt-api" || c["client_id"] != "jwt-api" {
+		t.Errorf("JWT %v: want the hook's tier and the client as subject", c)
+	}
+	for _, k := range []string{"nbf", "cnf", "sid", "amr", "acr", "auth_time", "nonce", "azp", "act", "may_act"} {
+		if v, ok := c[k]; ok {
+			t.Errorf("JWT carries the hook's %s = %v", k, v)
+		}
+	}
+}
+
 func TestJWTClientGetsAnOpaqueTokenForACountedScope(t *testing.T) {
 	forEachBackendWith(t, jwtConfig, func(t *testing.T, s *servertest.Server) {
 		if err := s.Store.CreateScope(t.Context(), store.Scope{ID: "write", UsageLimit: 2}); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
+	"github.com/latchkey/latchkey/internal/claim"
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/request"
@@ -91,13 +92,7 @@ func (s *Service) idTokenClaims(ctx context.Context, st store.Store, p store.Per
 	if err != nil {
 		return nil, err
 	}
-	claims := maps.Clone(details)
-	if claims == nil {
-		claims = map[string]any{}
-	}
-	for k, v := range standardClaims(p, scopes) {
-		claims[k] = v
-	}
+	claims := PersonClaims(p, details, scopes)
 	authTime := g.CreatedAt
 	if data.AuthTime > 0 {
 		authTime = time.Unix(data.AuthTime, 0)
@@ -141,8 +136,10 @@ func (s *Service) accessJWTClaims(c *token.Claims, g store.Grant, data grantData
 		c.ExpiresAt = limit
 	}
 	claims := make(map[string]any, len(data.AdditionalClaims)+11)
-	for k, v := range data.AdditionalClaims { // the access token hook's claims
-		claims[k] = v
+	for k, v := range data.AdditionalClaims { // the access token hook's claims, never a protocol claim
+		if !claim.Protocol(k) {
+			claims[k] = v
+		}
 	}
 	sub := c.Subject
 	if sub == "" {

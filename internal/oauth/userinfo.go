@@ -95,13 +95,7 @@ func (s *Service) UserInfo(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	claims := make(map[string]any, len(details)+8)
-	for k, v := range details {
-		claims[k] = v
-	}
-	for k, v := range standardClaims(p, t.Scopes) {
-		claims[k] = v
-	}
+	claims := PersonClaims(p, details, t.Scopes)
 	claims["sub"] = t.Subject
 	httpx.NoStore(w)
 	httpx.WriteJSON(w, http.StatusOK, claims)

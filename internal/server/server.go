@@ -334,6 +334,9 @@ func applyFeatures(ctx context.Context, cim *cimconfig.Service, f config.Feature
 // Handler is the HTTP interface of the public address.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// OAuth is the OAuth service (tests: the claims it builds, without HTTP).
+func (s *Server) OAuth() *oauth.Service { return s.oauth }
+
 // AdminHandler is the interface of admin_listen (/metrics, the profiler,
 // the API groups of admin_apis), or nil when admin_listen is not set.
 func (s *Server) AdminHandler() http.Handler { return s.adminHandler }

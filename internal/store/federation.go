@@ -44,4 +44,7 @@ type Federation interface {
 	// FindIdentity returns the identity (partition, idpID, externalID)
 	// links to a person; ErrNotFound when none.
 	FindIdentity(ctx context.Context, partition, idpID, externalID string) (ExternalIdentity, error)
+	// SetIdentityAttributes replaces the attributes of the identity
+	// (partition, idpID, externalID); ErrNotFound when none is linked.
+	SetIdentityAttributes(ctx context.Context, partition, idpID, externalID string, attrs map[string]string) error
 }

@@ -65,6 +65,11 @@ type ExternalIdentity struct {
 	IdPID      string
 	ExternalID string
 	PersonID   string
+	// Attributes are what the identity provider said that no mapping of
+	// its login method took (name -> value; nil for none): kept apart from
+	// the person, whose profile and custom attributes are all that is
+	// released, so that an upstream can never stand in for either.
+	Attributes map[string]string
 	CreatedAt  time.Time
 }
 
@@ -81,7 +86,8 @@ type Persons interface {
 	// email is taken. ID, Partition and CreatedAt cannot change.
 	UpdatePerson(ctx context.Context, id string, fn func(Person) (Person, error)) error
 	// LinkIdentity records e. Linking the same identity to the same person
-	// again is a no-op; ErrConflict when it is linked to another person.
+	// again is a no-op (its attributes stay); ErrConflict when it is linked
+	// to another person.
 	LinkIdentity(ctx context.Context, e ExternalIdentity) error
 	// ListIdentities returns the identities linked to a person.
 	ListIdentities(ctx context.Context, personID string) ([]ExternalIdentity, error)

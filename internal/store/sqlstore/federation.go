@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/store"
@@ -30,16 +31,46 @@ func (db *DB) TakeFederationState(ctx context.Context, hash []byte, now time.Tim
 	return s, nil
 }
 
-// FindIdentity reads a linked identity by its unique key.
-func (db *DB) FindIdentity(ctx context.Context, partition, idpID, externalID string) (store.ExternalIdentity, error) {
+const identityColumns = `partition_id, idp_id, external_person_id, person_id, attributes, created_at`
+
+func scanIdentity(s scanner) (store.ExternalIdentity, error) {
 	var e store.ExternalIdentity
+	var attrs string
 	var created int64
-	err := db.queryRow(ctx, `SELECT partition_id, idp_id, external_person_id, person_id, created_at FROM person_identities
-		WHERE partition_id = ? AND idp_id = ? AND external_person_id = ?`, partition, idpID, externalID).
-		Scan(&e.Partition, &e.IdPID, &e.ExternalID, &e.PersonID, &created)
-	if err != nil {
-		return store.ExternalIdentity{}, db.scanErr(err)
+	if err := s.Scan(&e.Partition, &e.IdPID, &e.ExternalID, &e.PersonID, &attrs, &created); err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal([]byte(attrs), &e.Attributes); err != nil {
+		return e, err
+	}
+	if len(e.Attributes) == 0 {
+		e.Attributes = nil
 	}
 	e.CreatedAt = fromMicros(created)
 	return e, nil
+}
+
+// FindIdentity reads a linked identity by its unique key.
+func (db *DB) FindIdentity(ctx context.Context, partition, idpID, externalID string) (store.ExternalIdentity, error) {
+	e, err := scanIdentity(db.queryRow(ctx, `SELECT `+identityColumns+` FROM person_identities
+		WHERE partition_id = ? AND idp_id = ? AND external_person_id = ?`, partition, idpID, externalID))
+	if err != nil {
+		return store.ExternalIdentity{}, db.scanErr(err)
+	}
+	return e, nil
+}
+
+// SetIdentityAttributes replaces a linked identity's attributes.
+func (db *DB) SetIdentityAttributes(ctx context.Context, partition, idpID, externalID string, attrs map[string]string) error {
+	res, err := db.exec(ctx, `UPDATE person_identities SET attributes = ?
+		WHERE partition_id = ? AND idp_id = ? AND external_person_id = ?`, stringMap(attrs), partition, idpID, externalID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
 }

@@ -120,10 +120,10 @@ func (db *DB) LinkIdentity(ctx context.Context, e store.ExternalIdentity) error 
 	// One statement decides: a new link is inserted, the same link again
 	// changes nothing, a link to another person comes back as a conflict.
 	var owner string
-	err := db.queryRowWrite(ctx, `INSERT INTO person_identities (partition_id, idp_id, external_person_id, person_id, created_at)
-		VALUES (?, ?, ?, ?, ?)
+	err := db.queryRowWrite(ctx, `INSERT INTO person_identities (`+identityColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, idp_id, external_person_id) DO UPDATE SET person_id = person_identities.person_id
-		RETURNING person_id`, e.Partition, e.IdPID, e.ExternalID, e.PersonID, micros(e.CreatedAt)).Scan(&owner)
+		RETURNING person_id`, e.Partition, e.IdPID, e.ExternalID, e.PersonID, stringMap(e.Attributes), micros(e.CreatedAt)).Scan(&owner)
 	if err != nil {
 		return db.scanErr(err)
 	}
@@ -135,7 +135,7 @@ func (db *DB) LinkIdentity(ctx context.Context, e store.ExternalIdentity) error 
 
 // ListIdentities returns a person's linked identities, oldest first.
 func (db *DB) ListIdentities(ctx context.Context, personID string) ([]store.ExternalIdentity, error) {
-	rows, err := db.query(ctx, `SELECT partition_id, idp_id, external_person_id, person_id, created_at
+	rows, err := db.query(ctx, `SELECT `+identityColumns+`
 		FROM person_identities WHERE person_id = ? ORDER BY created_at, idp_id, external_person_id`, personID)
 	if err != nil {
 		return nil, err
@@ -143,12 +143,10 @@ func (db *DB) ListIdentities(ctx context.Context, personID string) ([]store.Exte
 	defer rows.Close()
 	var out []store.ExternalIdentity
 	for rows.Next() {
-		var e store.ExternalIdentity
-		var created int64
-		if err := rows.Scan(&e.Partition, &e.IdPID, &e.ExternalID, &e.PersonID, &created); err != nil {
+		e, err := scanIdentity(rows)
+		if err != nil {
 			return nil, err
 		}
-		e.CreatedAt = fromMicros(created)
 		out = append(out, e)
 	}
 	return out, db.d.Translate(rows.Err())

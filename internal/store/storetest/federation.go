@@ -64,6 +64,54 @@ func testFindIdentity(t *testing.T, s store.Store) {
 		if _, err := s.FindIdentity(ctx(), k[0], k[1], k[2]); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("find %q: %v, want ErrNotFound (exact key)", k, err)
 		}
+		if err := s.SetIdentityAttributes(ctx(), k[0], k[1], k[2], map[string]string{"a": "b"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("set attributes of %q: %v, want ErrNotFound (exact key)", k, err)
+		}
+	}
+}
+
+// An identity's attributes (what the upstream said that no mapping took)
+// round-trip apart from the person's custom attributes: written with the
+// link, replaced by SetIdentityAttributes, kept by the same link again.
+func testIdentityAttributes(t *testing.T, s store.Store) {
+	p := person("p1", "jane@example.com")
+	p.Custom = map[string]string{"tier": "gold"}
+	if err := s.CreatePerson(ctx(), p); err != nil {
+		t.Fatal(err)
+	}
+	link := store.ExternalIdentity{IdPID: "corp", ExternalID: "sub-1", PersonID: "p1", CreatedAt: t0.UTC(),
+		Attributes: map[string]string{"display_name": "Upstream's own", "department": "R&D", "note": "ünïcode \"quoted\""}}
+	if err := s.LinkIdentity(ctx(), link); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindIdentity(ctx(), "", "corp", "sub-1")
+	if err != nil || !cmp.Equal(link, got) {
+		t.Errorf("find: %v (-want +got):\n%s", err, cmp.Diff(link, got))
+	}
+	again := link
+	again.Attributes = map[string]string{"other": "x"}
+	if err := s.LinkIdentity(ctx(), again); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.FindIdentity(ctx(), "", "corp", "sub-1"); !cmp.Equal(link, got) {
+		t.Errorf("the same link again changed the attributes (-want +got):\n%s", cmp.Diff(link, got))
+	}
+	link.Attributes = map[string]string{"department": "Ops"}
+	if err := s.SetIdentityAttributes(ctx(), "", "corp", "sub-1", link.Attributes); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.ListIdentities(ctx(), "p1")
+	if err != nil || len(ids) != 1 || !cmp.Equal(link, ids[0]) {
+		t.Errorf("list after set: %v, %v; want %v", ids, err, link)
+	}
+	if err := s.SetIdentityAttributes(ctx(), "", "corp", "sub-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.FindIdentity(ctx(), "", "corp", "sub-1"); got.Attributes != nil {
+		t.Errorf("attributes after clearing: %v, want nil", got.Attributes)
+	}
+	if got, _ := s.GetPerson(ctx(), "p1"); !cmp.Equal(p.Custom, got.Custom) {
+		t.Errorf("the person's custom attributes %v, want %v untouched", got.Custom, p.Custom)
 	}
 }
 

@@ -68,6 +68,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"ErasePerson", testErasePerson},
 		{"FederationStates", testFederationStates},
 		{"FindIdentity", testFindIdentity},
+		{"IdentityAttributes", testIdentityAttributes},
 		{"SessionUpstream", testSessionUpstream},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
