@@ -455,12 +455,19 @@ func (p *Pages) Activate(w http.ResponseWriter, r *http.Request) error {
 	}
 	pf := r.PostForm
 	link := pf.Get("token")
-	f := journey.SignUpForm{Password: pf.Get("password"), FirstName: pf.Get("first_name"), LastName: pf.Get("last_name"),
-		Phone: pf.Get("phone"), BirthDate: pf.Get("birth_date")}
-	kind, _, err := p.Journeys.ActivationForm(r.Context(), link)
+	kind, f, err := p.Journeys.ActivationForm(r.Context(), link)
 	if err != nil {
 		return p.journeyError(w, r, jc, err, PathActivateResend)
 	}
+	// A field the form did not post (a template of the operator's without
+	// it) keeps what the account holds rather than being emptied.
+	for name, v := range map[string]*string{"first_name": &f.FirstName, "last_name": &f.LastName, "phone": &f.Phone,
+		"birth_date": &f.BirthDate} {
+		if pf.Has(name) {
+			*v = pf.Get(name)
+		}
+	}
+	f.Password = pf.Get("password")
 	if f.Password != pf.Get("password_confirm") {
 		return p.activateForm(w, r, http.StatusBadRequest, jc, link, kind, f, journey.FieldErrors{"password": jc.t["reset.mismatch"]})
 	}
