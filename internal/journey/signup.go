@@ -373,7 +373,9 @@ func (s *Service) ActivationForm(ctx context.Context, link string) (kind string,
 	}
 	f = SignUpForm{Email: p.Email, FirstName: p.FirstName, LastName: p.LastName, BirthDate: p.Profile.DateOfBirth}
 	if ph, ok := primaryContact(p.Profile.Phones); ok {
-		f.Phone = ph.Value
+		// The confirmation repeats what the account holds: the link holder
+		// retypes both only to change the number.
+		f.Phone, f.PhoneConfirm = ph.Value, ph.Value
 	}
 	return t.Kind, f, nil
 }

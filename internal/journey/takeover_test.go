@@ -415,3 +415,54 @@ func TestSignUpRefusesLookAlikeAddresses(t *testing.T) {
 		t.Errorf("%d mails, want the two sign-ups' only", n)
 	}
 }
+
+// The activation page confirms the sign-up form's fields under the same
+// rules: with the mobile number and its confirmation on, the page is
+// filled with the number the account holds, repeated in the confirmation,
+// so confirming it as shown activates; a changed number needs its
+// confirmation, and a new number is not verified.
+func TestActivationConfirmsTheSignUpFields(t *testing.T) {
+	s, sink := journeysOn(t, "sqlite")
+	ctx := context.Background()
+	j := s.App.Journeys()
+	yes := true
+	if err := j.Config.Update(ctx, []string{cimconfig.UnitAttributes}, func(snap *cimconfig.Snapshot) error {
+		snap.Attributes = &cimconfig.Attributes{SignUpFormFields: &cimconfig.SignUpFormFields{MobileNumberEnabled: &yes,
+			MobileNumberConfirmationEnabled: &yes}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const phone, other = "+31612345678", "+31687654321"
+	for _, who := range []string{"keeps@example.com", "changes@example.com"} {
+		if err := j.SignUp(ctx, from(), journey.SignUpForm{Email: who, FirstName: "Nina", Phone: phone, PhoneConfirm: phone}, "", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	link := linkOf(t, s, mailed(t, sink, 1, "keeps@example.com", activateSubj), journey.PathActivate)
+	_, f, err := j.ActivationForm(ctx, link)
+	if err != nil || f.Phone != phone || f.PhoneConfirm != phone {
+		t.Fatalf("the activation form: %+v, %v; want the number and its confirmation filled", f, err)
+	}
+	f.Password = victimPass
+	if p, err := j.Activate(ctx, from(), link, f, ""); err != nil || len(p.Profile.Phones) != 1 || p.Profile.Phones[0].Value != phone {
+		t.Errorf("activation as the page shows it: %+v, %v", p, err)
+	}
+
+	link = linkOf(t, s, mailed(t, sink, 1, "changes@example.com", activateSubj), journey.PathActivate)
+	_, f, err = j.ActivationForm(ctx, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Password, f.Phone = victimPass, other
+	var fe journey.FieldErrors
+	if _, err := j.Activate(ctx, from(), link, f, ""); !errors.As(err, &fe) || fe["phone_confirm"] == "" {
+		t.Fatalf("a changed number without its confirmation: %v, want an error at phone_confirm", err)
+	}
+	f.PhoneConfirm = other
+	p, err := j.Activate(ctx, from(), link, f, "")
+	if err != nil || len(p.Profile.Phones) != 1 || p.Profile.Phones[0].Value != other || p.Profile.Phones[0].Verified {
+		t.Errorf("a changed, confirmed number: %+v, %v; want it, unverified", p.Profile.Phones, err)
+	}
+}

@@ -462,7 +462,7 @@ func (p *Pages) Activate(w http.ResponseWriter, r *http.Request) error {
 	// A field the form did not post (a template of the operator's without
 	// it) keeps what the account holds rather than being emptied.
 	for name, v := range map[string]*string{"first_name": &f.FirstName, "last_name": &f.LastName, "phone": &f.Phone,
-		"birth_date": &f.BirthDate} {
+		"phone_confirm": &f.PhoneConfirm, "birth_date": &f.BirthDate} {
 		if pf.Has(name) {
 			*v = pf.Get(name)
 		}
