@@ -466,3 +466,32 @@ func TestActivationConfirmsTheSignUpFields(t *testing.T) {
 		t.Errorf("a changed, confirmed number: %+v, %v; want it, unverified", p.Profile.Phones, err)
 	}
 }
+
+// A mailed step-up code asked for with a person read before a block (the
+// step-up page read it, then the block committed) is never made: the
+// code's write locks the person and checks the status, as the links do.
+func TestNoEmailCodeForAPersonBlockedMeanwhile(t *testing.T) {
+	s, sink := journeysOn(t, "sqlite")
+	ctx := context.Background()
+	j := s.App.Journeys()
+	const ref = "2f3a4b5c-6d7e-4f80-9a1b-2c3d4e5f6a7b"
+	importPersons(t, s, imported{ref, "stale@example.com", identity.StatusActivated})
+	stale, err := s.Store.GetPerson(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Identity.SetStatus(ctx, ref, identity.StatusBlocked, "cli:test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SendEmailCode(ctx, from(), stale, []byte("a session read before the block"), ""); err != nil {
+		t.Fatalf("a code for a person blocked since: %v, want nothing sent and no error", err)
+	}
+	// A marker mail queued after it arrives after the code would have.
+	if err := j.SignUp(ctx, from(), journey.SignUpForm{Email: "marker@example.com"}, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	mailed(t, sink, 1, "marker@example.com", activateSubj)
+	if got := subjects(sink)["stale@example.com"]; len(got) != 0 {
+		t.Errorf("mails to the blocked person: %q, want none", got)
+	}
+}
