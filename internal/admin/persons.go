@@ -84,6 +84,9 @@ func (pp PersonPatch) apply(p *store.Person, now time.Time) error {
 		p.Status = *pp.Status
 	}
 	if pp.Email != nil {
+		if !identity.NormalEmail(*pp.Email) {
+			return invalid("email", "email %q %s", clip(*pp.Email), identity.EmailProblemNFKC)
+		}
 		if !identity.ValidEmail(*pp.Email) {
 			return invalid("email", "email %q is not an email address", clip(*pp.Email))
 		}
@@ -178,6 +181,9 @@ func checkContacts(field string, cs []store.ContactPoint, valid func(string) boo
 	}
 	primaries := 0
 	for _, c := range cs {
+		if field == "email_addresses" && !identity.NormalEmail(c.Value) {
+			return invalid(field, "%s: %q %s", field, clip(c.Value), identity.EmailProblemNFKC)
+		}
 		if !valid(c.Value) {
 			return invalid(field, "%s: %q is not valid", field, clip(c.Value))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,5 +179,33 @@ func TestRegistrationRules(t *testing.T) {
 	svc.Registration.InitialAccessToken = "the-initial-access-token"
 	if _, err := svc.Register(ctx, op.Facts, "guess", admin.Metadata{GrantTypes: cc}); !errors.Is(err, admin.ErrBadToken) {
 		t.Errorf("a wrong initial access token: %v", err)
+	}
+}
+
+// An email written in fullwidth or other compatibility characters would
+// look like another person's address: PATCH refuses it (400 at its
+// member), as email and in email_addresses, and changes nothing.
+func TestPatchRefusesLookAlikeAddresses(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	if err := s.Store.CreatePerson(ctx, store.Person{ID: "p1", Email: "case@example.com", Status: "ACTIVATED"}); err != nil {
+		t.Fatal(err)
+	}
+	look := "\uff43ase@example.com" // NFKC: case@example.com
+	for _, tc := range []struct {
+		field string
+		patch admin.PersonPatch
+	}{
+		{"email", admin.PersonPatch{Email: &look}},
+		{"email_addresses", admin.PersonPatch{EmailAddresses: &[]store.ContactPoint{{Value: look, Primary: true}}}},
+	} {
+		_, _, err := s.PatchPerson(ctx, op, "p1", tc.patch)
+		var ie *admin.InvalidError
+		if !errors.As(err, &ie) || ie.Field != tc.field || !strings.Contains(ie.Msg, "compatibility characters") {
+			t.Errorf("%s %q: %v, want a clear 400 at %s", tc.field, look, err, tc.field)
+		}
+	}
+	if p, _ := s.Store.GetPerson(ctx, "p1"); p.Email != "case@example.com" || len(p.Profile.Emails) != 0 {
+		t.Errorf("the person changed: %+v", p)
 	}
 }

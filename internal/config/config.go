@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
 	"gopkg.in/yaml.v3"
 
 	"github.com/latchkey/latchkey/internal/claim"
@@ -544,6 +545,9 @@ func (c *Config) Validate() error {
 		a, err := mail.ParseAddress(p.Email)
 		if err != nil || a.Address != p.Email {
 			return fmt.Errorf("persons[%d]: email %q is not a valid address", i, p.Email)
+		}
+		if !norm.NFKC.IsNormalString(p.Email) { // identity.NormalEmail, which config cannot import
+			return fmt.Errorf("persons[%d]: email %q is written with fullwidth or other compatibility characters (or decomposed accents), so it would look like another address; type it in plain characters", i, p.Email)
 		}
 		if emails[strings.ToLower(p.Email)] {
 			return fmt.Errorf("persons[%d]: email %q is listed twice", i, p.Email)

@@ -86,6 +86,8 @@ func TestLoadErrors(t *testing.T) {
 		want       string // substring of the error
 	}{
 		{"unknown top-level key is an error", "lisen: 1.2.3.4:80\n", nil, "line 1: unknown key lisen"},
+		{"a seed person's look-alike address is an error", "persons:\n  - email: \"\\uff4aane@example.com\"\n    password: pw\n", nil,
+			"compatibility characters"},
 		{"unknown nested key is an error", client("    secret: x\n"), nil, "line 3: unknown key secret"},
 		{"malformed yaml", "listen: [\n", nil, "config"},
 		{"wrong type", "clients: 3\n", nil, "cannot unmarshal"},

@@ -188,6 +188,10 @@ func TestPagesAccessibilityAt390px(t *testing.T) {
 	if err := s.Store.CreatePerson(bg, invited); err != nil {
 		t.Fatal(err)
 	}
+	created := store.Person{ID: "6b2d1f3e-9e4c-4d7b-8f80-2c3e4d5f6071", Email: "created@example.com", FirstName: "Nina", Status: "CREATED"}
+	if err := s.Store.CreatePerson(bg, created); err != nil {
+		t.Fatal(err)
+	}
 	link := func(kind, personID string) string {
 		value, hash := s.App.Journeys().Hasher.Mint(journey.LinkToken)
 		now := time.Now().UTC()
@@ -209,6 +213,7 @@ func TestPagesAccessibilityAt390px(t *testing.T) {
 		{"forgot", "/password/forgot?request=" + request},
 		{"forgot sent", "/password/forgot/sent?request=" + request},
 		{"reset", "/password/reset?token=" + link(store.PersonTokenPasswordReset, person.ID)},
+		{"activation", "/activate?token=" + link(store.PersonTokenActivation, created.ID)},
 		{"invitation", "/activate?token=" + link(store.PersonTokenInvitation, invited.ID)},
 		{"resend", "/activate/resend"},
 		{"used link", "/activate?token=lk_ml_unknown"},

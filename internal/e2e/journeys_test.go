@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -162,17 +163,23 @@ func TestSignUpAndActivationInBrowser(t *testing.T) {
 		expectPage(t, resp, e.s.URL, "/signup", 200)
 		expectStyled(t, e.ctx)
 		e.screenshot(t, "signup.png")
+		request := run(t, e.ctx, "read the request id", chromedp.Evaluate[string](`document.querySelector('input[name=request]').value`))
 
+		// With activation on the form asks for no password: the holder of
+		// the mailed link chooses it (issue 59, pre-account takeover).
+		if got := run(t, e.ctx, "password field", chromedp.Evaluate[bool](`!!document.getElementById('password')`)); got {
+			t.Error("the sign-up form asks for a password while activation is on")
+		}
 		// A missing required name is a clear error, not a 500.
 		const email, pass = "new.person@example.com", "my own long passphrase 7"
-		fill(t, e.ctx, map[string]string{"email": email, "password": pass})
+		fill(t, e.ctx, map[string]string{"email": email})
 		resp = click(t, e.ctx, "submit")
 		expectPage(t, resp, e.s.URL, "/signup", 400)
 		if got := text(t, e.ctx, "#first_name-error"); got == "" {
 			t.Error("no error at the missing first name")
 		}
 		e.screenshot(t, "signup-errors.png")
-		fill(t, e.ctx, map[string]string{"password": pass, "first_name": "Nina", "last_name": "New"})
+		fill(t, e.ctx, map[string]string{"first_name": "Nina", "last_name": "New"})
 		resp = click(t, e.ctx, "submit")
 		expectPage(t, resp, e.s.URL, "/signup/done", 200)
 		done := text(t, e.ctx, "main")
@@ -184,23 +191,38 @@ func TestSignUpAndActivationInBrowser(t *testing.T) {
 			t.Fatalf("after sign-up: %+v, %v; want a CREATED person", p, err)
 		}
 
-		// The same email again: the same page, no second account.
-		navigate(t, e.ctx, e.s.URL+"/signup")
-		fill(t, e.ctx, map[string]string{"email": email, "password": "another passphrase 99", "first_name": "Eve"})
+		// The same email again: the same page, no second account, nothing
+		// of the form written; the unproven account's address gets a fresh
+		// link, which replaces the first.
+		navigate(t, e.ctx, e.s.URL+"/signup?request="+url.QueryEscape(request))
+		fill(t, e.ctx, map[string]string{"email": email, "first_name": "Eve"})
 		resp = click(t, e.ctx, "submit")
 		expectPage(t, resp, e.s.URL, "/signup/done", 200)
 		if got := text(t, e.ctx, "main"); got != done {
 			t.Errorf("an existing email answered %q, a new one %q", got, done)
 		}
 
-		m := e.mailTo(t, email, "Activate your account")
+		ms := e.sink.WaitFor(2, stepTimeout, func(m smtpsink.Mail) bool {
+			return m.To == email && m.Header.Get("Subject") == "Activate your account"
+		})
+		if old := ms[0].Link(e.s.URL + "/activate?"); old != "" {
+			if resp := navigate(t, e.ctx, old); resp.Status != http.StatusNotFound {
+				t.Errorf("the replaced activation link: status %d, want 404", resp.Status)
+			}
+		}
+		m := ms[1]
 		link := m.Link(e.s.URL + "/activate?")
 		if link == "" {
 			t.Fatalf("no activation link:\n%s", m.Raw)
 		}
 		resp = navigate(t, e.ctx, link)
 		expectPage(t, resp, e.s.URL, "/activate", 200)
+		if got := run(t, e.ctx, "first name", chromedp.Evaluate[string](`document.getElementById('first_name').value`)); got != "Nina" {
+			t.Errorf("the activation page shows first name %q, want the sign-up's Nina to confirm", got)
+		}
 		e.screenshot(t, "activate.png")
+		// The link holder chooses the password here.
+		fill(t, e.ctx, map[string]string{"password": pass, "password_confirm": pass})
 		resp = click(t, e.ctx, "submit")
 		expectPage(t, resp, e.s.URL, "/activate/done", 200)
 		e.screenshot(t, "activate-done.png")

@@ -197,6 +197,8 @@ var (
 		Description: "An account with this email address exists; the identity provider did not verify the address, so it was not coupled."}
 	errNotCoupled = &Error{Code: "access_denied", Cause: "account_exists",
 		Description: "An account with this email address exists and is not coupled to this identity provider."}
+	errEmailNFKC = &Error{Code: "access_denied", Cause: "email_not_normalized",
+		Description: "The identity provider gave an email address written with fullwidth or other compatibility characters, which would look like another account's address."}
 	errInactive    = &Error{Code: "access_denied", Cause: "account_inactive", Description: "The account cannot sign in."}
 	errOtherLinked = &Error{Code: "access_denied", Cause: "account_linked",
 		Description: "The account with this email address is coupled to another account of this identity provider."}
@@ -329,6 +331,11 @@ func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m
 	if email == "" {
 		return errNoEmail
 	}
+	if !identity.NormalEmail(email) {
+		// "ｃase@…" would make a second account that looks like "case@…"'s
+		// (or fail to couple to it): refused, as everywhere an email is set.
+		return errEmailNFKC
+	}
 	existing, err := tx.GetPersonByEmail(ctx, "", email)
 	switch {
 	case err == nil:
@@ -403,6 +410,9 @@ func (s *Service) synchronise(ctx context.Context, tx store.Store, f request.Fac
 	next := p
 	next.Profile.Phones = slices.Clone(p.Profile.Phones)
 	email := mp.apply(&next, u)
+	if !identity.NormalEmail(email) {
+		email = "" // a look-alike address (NormalEmail): keep the current one
+	}
 	if email != "" && !strings.EqualFold(email, p.Email) {
 		if other, err := tx.GetPersonByEmail(ctx, "", email); err == nil && other.ID != p.ID {
 			email = "" // taken: keep the current address

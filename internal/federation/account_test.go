@@ -91,6 +91,23 @@ func TestSignInRules(t *testing.T) {
 			t.Errorf("a second identity with bind_multiple...: %+v, %v; want jane", again, err)
 		}
 
+		// An address in compatibility characters would make a second
+		// account that looks like another's ("ｊane@…" beside jane@…), or
+		// couple to none: refused, verified or not.
+		look := federation.Upstream{Subject: "s-look", Attributes: map[string]any{"email": "\uff4aane@example.com"}, EmailVerified: true}
+		if _, err := w.fed.SignIn(ctx, f, m, look); cause(err) != "email_not_normalized" {
+			t.Errorf("a fullwidth email: %v, want email_not_normalized", err)
+		}
+		if ps, _ := w.s.Store.FindPersons(ctx, "\uff4aane@example.com"); len(ps) != 0 {
+			t.Errorf("a look-alike person was made: %+v", ps)
+		}
+		// synchronise_attributes keeps the address it has instead.
+		up.Attributes["email"] = "\uff4eew@example.com"
+		if again, err := w.fed.SignIn(ctx, f, m, up); err != nil || again.Person.Email != "new@example.com" {
+			t.Errorf("synchronising a fullwidth email: %+v, %v; want the address kept", again, err)
+		}
+		up.Attributes["email"] = "new@example.com"
+
 		// No email: no account can be made.
 		if _, err := w.fed.SignIn(ctx, f, m, federation.Upstream{Subject: "s-2", Attributes: map[string]any{"name": "x"}}); cause(err) != "email_missing" {
 			t.Errorf("no email: %v, want email_missing", err)

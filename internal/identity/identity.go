@@ -28,8 +28,8 @@ const (
 	StatusCreated   = "CREATED"
 	StatusInvited   = "INVITED"
 	StatusActivated = "ACTIVATED"
-	StatusBlocked   = "BLOCKED"
-	StatusInactive  = "INACTIVE"
+	StatusBlocked   = store.PersonBlocked // a write of it ends the person's mailed links (store.Persons)
+	StatusInactive  = store.PersonInactive
 )
 
 // MaySignIn reports whether a person of this status may sign in and hold
@@ -295,6 +295,9 @@ func (s *Service) record(ctx context.Context, f request.Facts, typ, personID str
 // those that exist (matched by email).
 func (s *Service) SeedPersons(ctx context.Context, persons []config.Person) error {
 	for _, cp := range persons {
+		if !NormalEmail(cp.Email) {
+			return fmt.Errorf("person %q: the email %s", cp.Email, EmailProblemNFKC)
+		}
 		if s.PasswordPolicy != nil {
 			if err := s.PasswordPolicy(ctx, cp.Password); err != nil {
 				return fmt.Errorf("person %s: %w", cp.Email, err)

@@ -4,15 +4,17 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // The rules of a person's profile members that the import API and the
 // admin API's PATCH share; each caller words its own error.
 
 // ValidEmail accepts a bare addr-spec (no display name) of at most 254
-// bytes with a dotted domain.
+// bytes with a dotted domain, written in NFKC (NormalEmail).
 func ValidEmail(s string) bool {
-	if s == "" || len(s) > 254 {
+	if s == "" || len(s) > 254 || !NormalEmail(s) {
 		return false
 	}
 	a, err := mail.ParseAddress(s)
@@ -40,3 +42,18 @@ func ValidDateOfBirth(s string, now time.Time) bool {
 	d, err := time.Parse(time.DateOnly, s)
 	return err == nil && !d.After(now) && d.Year() >= 1850
 }
+
+// NormalEmail reports whether an email address is its own Unicode NFKC
+// form (UAX #15). An address in fullwidth or other compatibility
+// characters ("ｃase@example.com"), or with decomposed accents, looks like
+// another account's address yet is another key, and mail servers do not
+// normalise local parts (RFC 6531 leaves them to the receiving server), so
+// such an address is refused wherever an email is created or changed —
+// sign-up, import, admin API, federation, seed persons — rather than
+// normalised into an address its owner never wrote. See
+// docs/decisions/0002-email-addresses-in-nfkc.md.
+func NormalEmail(s string) bool { return norm.NFKC.IsNormalString(s) }
+
+// EmailProblemNFKC is the reason given for an address that is not
+// NormalEmail, after the address: callers word the rest of their error.
+const EmailProblemNFKC = "is written with fullwidth or other compatibility characters (or decomposed accents), so it would look like another address; type it in plain characters"

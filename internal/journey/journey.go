@@ -155,7 +155,6 @@ func throttled(err error, as *httpx.Error) error {
 	return err
 }
 
-// link mints a single-use link token for a person and returns its URL.
 // mailTarget is the person a mail asked for by email goes to: the attempt
 // is throttled first, and found is false for a malformed or unknown address
 // — which the caller answers like a success, so no form reveals an account.
@@ -174,21 +173,53 @@ func (s *Service) mailTarget(ctx context.Context, facts request.Facts, email str
 	return p, err == nil, err
 }
 
-func (s *Service) link(ctx context.Context, tx store.Store, kind, personID, path string, ttl time.Duration, q url.Values) (string, error) {
+// errNotOwed: the person may not be sent a link of this kind (anymore):
+// the caller sends nothing and answers as for any email.
+var errNotOwed = errors.New("journey: no link is owed to the person")
+
+// owed reports whether a person of status may be sent a link of kind.
+func owed(kind, status string) bool {
+	switch kind {
+	case store.PersonTokenPasswordReset:
+		return identity.MaySignIn(status)
+	case store.PersonTokenActivation:
+		return status == identity.StatusCreated
+	case store.PersonTokenInvitation:
+		return status == identity.StatusInvited
+	}
+	return false
+}
+
+// link mints a single-use link token of kind for a person inside tx and
+// returns its URL with the person as locked. The person's row is locked
+// and the status checked first (errNotOwed): a block (store.Persons'
+// UpdatePerson, which takes the same row and ends every link) commits
+// either before — and no link is made — or after, and ends this one.
+func (s *Service) link(ctx context.Context, tx store.Store, kind, personID, path string, ttl time.Duration, q url.Values) (string, store.Person, error) {
+	p, err := tx.LockPerson(ctx, personID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", p, errNotOwed
+	}
+	if err != nil {
+		return "", p, err
+	}
+	if !owed(kind, p.Status) {
+		return "", p, errNotOwed
+	}
 	if err := tx.DeletePersonTokens(ctx, personID, kind); err != nil { // a new link replaces the older ones
-		return "", err
+		return "", p, err
 	}
 	value, hash := s.Hasher.Mint(LinkToken)
 	now := s.Now().UTC()
 	if err := tx.CreatePersonToken(ctx, store.PersonToken{Hash: hash, Kind: kind, PersonID: personID, CreatedAt: now,
 		ExpiresAt: now.Add(ttl)}); err != nil {
-		return "", err
+		return "", p, err
 	}
 	if q == nil {
 		q = url.Values{}
 	}
 	q.Set("token", value)
-	return s.Issuer + path + "?" + q.Encode(), nil
+	return s.Issuer + path + "?" + q.Encode(), p, nil
 }
 
 // enqueue composes a mail for p and writes it through tx.

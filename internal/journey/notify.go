@@ -2,6 +2,7 @@ package journey
 
 import (
 	"context"
+	"errors"
 
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/mail"
@@ -22,7 +23,11 @@ func (s *Service) Invite(ctx context.Context, tx store.Store, f request.Facts, p
 	if p.Status != identity.StatusInvited || !st.Notify("invitation") || mail.CheckAddress(p.Email) != nil {
 		return nil
 	}
-	return s.sendActivation(ctx, tx, f, st, p, p.Profile.PreferredLocale, "", store.PersonTokenInvitation)
+	err = s.sendActivation(ctx, tx, f, st, p, p.Profile.PreferredLocale, "", store.PersonTokenInvitation)
+	if errors.Is(err, errNotOwed) {
+		return nil
+	}
+	return err
 }
 
 // Imported mails what a person the import API wrote is owed, through st

@@ -35,6 +35,22 @@ func (s *Service) RequestPasswordReset(ctx context.Context, facts request.Facts,
 	if err != nil || !found || !identity.MaySignIn(p.Status) {
 		return err
 	}
+	if p.Status == identity.StatusCreated && st.Activation {
+		// The address is not proven yet: the activation link, whose
+		// holder chooses the password, is what this person needs (a reset
+		// would leave the account CREATED, and the owner of a squatted
+		// address out).
+		err := s.Store.Tx(ctx, func(tx store.Store) error {
+			return s.sendActivation(ctx, tx, facts, st, p, lang, request, store.PersonTokenActivation)
+		})
+		if errors.Is(err, errNotOwed) {
+			return nil
+		}
+		if err == nil {
+			s.wake()
+		}
+		return err
+	}
 	q := url.Values{}
 	if request != "" {
 		q.Set("request", request)
@@ -43,7 +59,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, facts request.Facts,
 		q.Set("language", lang)
 	}
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
-		link, err := s.link(ctx, tx, store.PersonTokenPasswordReset, p.ID, PathReset, ResetLinkLifetime, q)
+		link, p, err := s.link(ctx, tx, store.PersonTokenPasswordReset, p.ID, PathReset, ResetLinkLifetime, q)
 		if err != nil {
 			return err
 		}
@@ -52,6 +68,9 @@ func (s *Service) RequestPasswordReset(ctx context.Context, facts request.Facts,
 		}
 		return s.recordPerson(ctx, tx, facts, events.PersonPasswordResetRequested, p, nil)
 	})
+	if errors.Is(err, errNotOwed) {
+		return nil // blocked since it was read: nothing is sent
+	}
 	if err == nil {
 		s.wake()
 	}

@@ -34,6 +34,11 @@ type SignUpForm struct {
 
 // Fields says which fields the sign-up page shows and which it requires.
 type Fields struct {
+	// Password: the sign-up page asks for the password. With activation
+	// on it does not: a password set before the address is proven would
+	// be the squatter's (pre-account takeover), so the holder of the
+	// mailed link chooses it on the activation page.
+	Password                                     bool
 	EmailConfirm, Phone, PhoneConfirm, BirthDate bool
 	FirstNameRequired, LastNameRequired          bool
 	PhoneRequired                                bool
@@ -76,6 +81,7 @@ func (st Settings) FormFields() Fields {
 	}
 	f.Phone = f.Phone || f.PhoneRequired
 	f.PhoneConfirm = f.PhoneConfirm && f.Phone
+	f.Password = !st.Activation
 	return f
 }
 
@@ -100,14 +106,28 @@ func (st Settings) validate(f *SignUpForm) FieldErrors {
 	fields := st.FormFields()
 	errs := FieldErrors{}
 	f.Email = strings.TrimSpace(f.Email)
-	if mail.CheckAddress(f.Email) != nil {
+	switch {
+	case mail.CheckAddress(f.Email) != nil:
 		errs["email"] = "Enter a valid email address."
-	} else if !st.emailAllowed(f.Email) {
+	case !identity.NormalEmail(f.Email):
+		errs["email"] = "Type the address in plain characters: this one has fullwidth or other compatibility characters, so it would look like another address."
+	case !st.emailAllowed(f.Email):
 		errs["email"] = "This email address is not accepted here."
 	}
 	if fields.EmailConfirm && !strings.EqualFold(strings.TrimSpace(f.EmailConfirm), f.Email) {
 		errs["email_confirm"] = "The email addresses do not match."
 	}
+	st.validateProfile(fields, f, errs)
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}
+
+// validateProfile checks the profile fields of the form (names, phone,
+// birth date, the any_of rules) into errs: the sign-up page's, and the
+// activation page's, where the link holder confirms them.
+func (st Settings) validateProfile(fields Fields, f *SignUpForm, errs FieldErrors) {
 	var ok bool
 	if f.FirstName, ok = cleanText(f.FirstName); !ok {
 		errs["first_name"] = "Enter a name of at most 100 characters."
@@ -143,10 +163,6 @@ func (st Settings) validate(f *SignUpForm) FieldErrors {
 			errs["profile"] = "Fill in at least one of: " + strings.ToLower(strings.ReplaceAll(strings.Join(rule, ", "), "_", " ")) + "."
 		}
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return errs
 }
 
 func satisfied(rule []string, f *SignUpForm) bool {
@@ -187,7 +203,12 @@ func (st Settings) emailAllowed(email string) bool {
 // SignUp creates an account from the form. An email that has an account
 // gets no second one and the same answer as a success (no mail either
 // way reveals it on the page). With activation on, the account is CREATED
-// and an activation link is mailed; otherwise it is ACTIVATED at once.
+// without a password and an activation link is mailed, whose holder
+// chooses the password (Activate); an email whose account is still
+// CREATED — unproven, perhaps squatted by someone who typed another's
+// address — gets a fresh activation link, so an unverified sign-up never
+// keeps the address's owner out. Without activation the account is
+// ACTIVATED at once with the form's password.
 func (s *Service) SignUp(ctx context.Context, facts request.Facts, f SignUpForm, lang, request string) error {
 	st, err := s.Settings(ctx)
 	if err != nil {
@@ -199,15 +220,19 @@ func (s *Service) SignUp(ctx context.Context, facts request.Facts, f SignUpForm,
 	if errs := st.validate(&f); errs != nil {
 		return errs
 	}
-	if err := s.checkPassword(ctx, f.Password); err != nil {
-		return err
+	var hash string
+	if !st.Activation {
+		if err := s.checkPassword(ctx, f.Password); err != nil {
+			return err
+		}
 	}
 	if err := s.reserveMail(ctx, facts, f.Email); err != nil {
 		return err
 	}
-	hash, err := password.Hash(f.Password)
-	if err != nil {
-		return err
+	if !st.Activation {
+		if hash, err = password.Hash(f.Password); err != nil {
+			return err
+		}
 	}
 	now := s.Now().UTC()
 	p := store.Person{ID: uuid.NewString(), Email: f.Email, PasswordHash: hash, FirstName: f.FirstName, LastName: f.LastName,
@@ -240,7 +265,26 @@ func (s *Service) SignUp(ctx context.Context, facts request.Facts, f SignUpForm,
 		return nil
 	})
 	if errors.Is(err, store.ErrConflict) {
-		// The email has an account: the same answer as a success.
+		// The email has an account: the same answer as a success. One
+		// still waiting for its address to be proven gets a fresh link
+		// (the throttle above counted this mail); the form's other
+		// fields are not written — its profile is confirmed, or
+		// overwritten, by whoever follows the link.
+		if !st.Activation {
+			return nil
+		}
+		err = s.Store.Tx(ctx, func(tx store.Store) error {
+			old, err := tx.GetPersonByEmail(ctx, "", f.Email)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil // deleted since
+			}
+			if err != nil || old.Status != identity.StatusCreated {
+				return err
+			}
+			return s.sendActivation(ctx, tx, facts, st, old, lang, request, store.PersonTokenActivation)
+		})
+	}
+	if errors.Is(err, errNotOwed) {
 		return nil
 	}
 	if err == nil {
@@ -259,11 +303,16 @@ func (s *Service) sendActivation(ctx context.Context, tx store.Store, facts requ
 	if lang != "" {
 		q.Set("language", lang)
 	}
-	link, err := s.link(ctx, tx, kind, p.ID, PathActivate, st.ActivationLifetime, q)
+	link, p, err := s.link(ctx, tx, kind, p.ID, PathActivate, st.ActivationLifetime, q)
 	if err != nil {
 		return err
 	}
 	mailKind := "activation"
+	if kind == store.PersonTokenActivation {
+		// Whoever signed up typed the names, perhaps not the address's
+		// owner: the mail greets the address, and carries no text of theirs.
+		p.FirstName, p.LastName = "", ""
+	}
 	if kind == store.PersonTokenInvitation {
 		mailKind = "invitation"
 		if err := s.recordPerson(ctx, tx, facts, events.PersonInvitationSent, p, nil); err != nil {
@@ -297,35 +346,90 @@ func (s *Service) ResendActivation(ctx context.Context, facts request.Facts, ema
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		return s.sendActivation(ctx, tx, facts, st, p, lang, request, kind)
 	})
+	if errors.Is(err, errNotOwed) {
+		return nil // blocked or activated since it was read
+	}
 	if err == nil {
 		s.wake()
 	}
 	return err
 }
 
-// Activate spends an activation or invitation link: the account becomes
-// ACTIVATED. An invitation also sets the person's first password (pw),
-// which must meet the policy. It returns the activated person.
-func (s *Service) Activate(ctx context.Context, facts request.Facts, link, pw, lang string) (store.Person, error) {
-	st, err := s.Settings(ctx)
-	if err != nil {
-		return store.Person{}, err
+// ActivationForm is what the page of an activation or invitation link
+// shows: the link's kind and, for an activation, the profile the account
+// holds now, for the link holder to confirm or overwrite. Opening a link
+// does not spend it.
+func (s *Service) ActivationForm(ctx context.Context, link string) (kind string, f SignUpForm, err error) {
+	t, err := s.activationLink(ctx, link)
+	if err != nil || t.Kind != store.PersonTokenActivation {
+		return t.Kind, f, err
 	}
+	p, err := s.Store.GetPerson(ctx, t.PersonID)
+	if errors.Is(err, store.ErrNotFound) {
+		return t.Kind, f, ErrLinkInvalid
+	}
+	if err != nil {
+		return t.Kind, f, err
+	}
+	f = SignUpForm{Email: p.Email, FirstName: p.FirstName, LastName: p.LastName, BirthDate: p.Profile.DateOfBirth}
+	if ph, ok := primaryContact(p.Profile.Phones); ok {
+		// The confirmation repeats what the account holds: the link holder
+		// retypes both only to change the number.
+		f.Phone, f.PhoneConfirm = ph.Value, ph.Value
+	}
+	return t.Kind, f, nil
+}
+
+// activationLink checks a link of either kind the activation page takes.
+func (s *Service) activationLink(ctx context.Context, link string) (store.PersonToken, error) {
 	t, err := s.CheckLink(ctx, store.PersonTokenActivation, link)
 	if errors.Is(err, ErrLinkInvalid) {
 		t, err = s.CheckLink(ctx, store.PersonTokenInvitation, link)
 	}
+	return t, err
+}
+
+func primaryContact(cs []store.ContactPoint) (store.ContactPoint, bool) {
+	for _, c := range cs {
+		if c.Primary {
+			return c, true
+		}
+	}
+	return store.ContactPoint{}, false
+}
+
+// Activate spends an activation or invitation link: the account becomes
+// ACTIVATED with the password the link holder chooses (f.Password, under
+// the policy) — never one set before the address was proven, which was
+// perhaps typed by someone else (a pre-account takeover). An activation
+// also takes the profile fields of the sign-up form from f (validated as
+// at sign-up: the holder confirms or overwrites what an unproven sign-up
+// wrote); an invitation takes only the password (the operator wrote the
+// profile). Whatever the account held before — sessions, grants, tokens
+// from when activation was off — is revoked in the same transaction. It
+// returns the activated person.
+func (s *Service) Activate(ctx context.Context, facts request.Facts, link string, f SignUpForm, lang string) (store.Person, error) {
+	st, err := s.Settings(ctx)
 	if err != nil {
 		return store.Person{}, err
 	}
-	var hash string
-	if t.Kind == store.PersonTokenInvitation {
-		if err := s.checkPassword(ctx, pw); err != nil {
-			return store.Person{}, err
+	t, err := s.activationLink(ctx, link)
+	if err != nil {
+		return store.Person{}, err
+	}
+	fields := st.FormFields()
+	if t.Kind == store.PersonTokenActivation {
+		errs := FieldErrors{}
+		if st.validateProfile(fields, &f, errs); len(errs) > 0 {
+			return store.Person{}, errs
 		}
-		if hash, err = password.Hash(pw); err != nil {
-			return store.Person{}, err
-		}
+	}
+	if err := s.checkPassword(ctx, f.Password); err != nil {
+		return store.Person{}, err
+	}
+	hash, err := password.Hash(f.Password)
+	if err != nil {
+		return store.Person{}, err
 	}
 	var p store.Person
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
@@ -341,8 +445,9 @@ func (s *Service) Activate(ctx context.Context, facts request.Facts, link, pw, l
 				return old, ErrLinkInvalid // blocked, or activated another way since
 			}
 			old.Status = identity.StatusActivated
-			if hash != "" {
-				old.PasswordHash = hash
+			old.PasswordHash = hash
+			if t.Kind == store.PersonTokenActivation {
+				applyProfile(fields, f, &old)
 			}
 			for i := range old.Profile.Emails {
 				if strings.EqualFold(old.Profile.Emails[i].Value, old.Email) {
@@ -355,6 +460,12 @@ func (s *Service) Activate(ctx context.Context, facts request.Facts, link, pw, l
 			if errors.Is(err, store.ErrNotFound) {
 				return ErrLinkInvalid
 			}
+			return err
+		}
+		// The unproven account's sessions and tokens (a CREATED person
+		// signs in while activation is off) end: only the link holder's
+		// password opens the account from now on.
+		if _, err := tx.RevokePerson(ctx, p.ID, s.Now().UTC()); err != nil {
 			return err
 		}
 		if err := s.recordPerson(ctx, tx, facts, events.PersonActivated, p, map[string]string{"via": t.Kind}); err != nil {
@@ -370,4 +481,29 @@ func (s *Service) Activate(ctx context.Context, facts request.Facts, link, pw, l
 	}
 	s.wake()
 	return p, nil
+}
+
+// applyProfile writes the profile fields the form shows from f into p;
+// fields the form does not show (and every other member) stay.
+func applyProfile(fields Fields, f SignUpForm, p *store.Person) {
+	p.FirstName, p.LastName = f.FirstName, f.LastName
+	if fields.BirthDate {
+		p.Profile.DateOfBirth = f.BirthDate
+	}
+	if fields.Phone {
+		old, had := primaryContact(p.Profile.Phones)
+		phones := []store.ContactPoint{}
+		if f.Phone != "" {
+			phones = append(phones, store.ContactPoint{Value: f.Phone, Primary: true, Verified: had && old.Value == f.Phone && old.Verified})
+		}
+		for _, c := range p.Profile.Phones {
+			if !c.Primary && c.Value != f.Phone {
+				phones = append(phones, c)
+			}
+		}
+		if len(phones) == 0 {
+			phones = nil
+		}
+		p.Profile.Phones = phones
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/mail"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
@@ -107,6 +108,19 @@ func (s *Service) SendEmailCode(ctx context.Context, f request.Facts, p store.Pe
 			return err
 		}
 		err = s.Store.Tx(ctx, func(tx store.Store) error {
+			// As for the mailed links (link): the row is locked and the
+			// status checked first, so a block that commits meanwhile
+			// either ends this code or leaves none to make.
+			locked, err := tx.LockPerson(ctx, p.ID)
+			if errors.Is(err, store.ErrNotFound) {
+				return errNotOwed
+			}
+			if err != nil {
+				return err
+			}
+			if !identity.MaySignIn(locked.Status) {
+				return errNotOwed
+			}
 			if err := tx.DeletePersonTokens(ctx, p.ID, store.PersonTokenEmailOTP); err != nil {
 				return err
 			}
@@ -120,6 +134,9 @@ func (s *Service) SendEmailCode(ctx context.Context, f request.Facts, p store.Pe
 		// (single use): draw another.
 		if errors.Is(err, store.ErrConflict) && attempt < 3 {
 			continue
+		}
+		if errors.Is(err, errNotOwed) {
+			return nil // blocked or gone since the session was read: nothing is sent
 		}
 		if err == nil {
 			s.wake()

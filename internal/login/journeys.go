@@ -307,24 +307,11 @@ func (p *Pages) signUpForm(w http.ResponseWriter, r *http.Request, status int, j
 		fields = append(fields, formField{Name: "email_confirm", Label: t["signup.email_confirm"], Type: "email",
 			Autocomplete: "email", Value: f.EmailConfirm, Required: true, Max: 254})
 	}
-	fields = append(fields,
-		formField{Name: "password", Label: t["login.password"], Type: "password", Autocomplete: "new-password", Required: true, Max: 4096},
-		formField{Name: "first_name", Label: t["signup.first_name"], Type: "text", Autocomplete: "given-name", Value: f.FirstName,
-			Required: ff.FirstNameRequired, Max: 100},
-		formField{Name: "last_name", Label: t["signup.last_name"], Type: "text", Autocomplete: "family-name", Value: f.LastName,
-			Required: ff.LastNameRequired, Max: 100})
-	if ff.Phone {
-		fields = append(fields, formField{Name: "phone", Label: t["signup.phone"], Type: "tel", Autocomplete: "tel",
-			Value: f.Phone, Required: ff.PhoneRequired, Max: 20})
+	if ff.Password { // with activation on, the activation page asks for it
+		fields = append(fields, formField{Name: "password", Label: t["login.password"], Type: "password",
+			Autocomplete: "new-password", Required: true, Max: 4096})
 	}
-	if ff.PhoneConfirm {
-		fields = append(fields, formField{Name: "phone_confirm", Label: t["signup.phone_confirm"], Type: "tel",
-			Autocomplete: "tel", Value: f.PhoneConfirm, Required: ff.PhoneRequired, Max: 20})
-	}
-	if ff.BirthDate {
-		fields = append(fields, formField{Name: "birth_date", Label: t["signup.birth_date"], Type: "date",
-			Autocomplete: "bday", Value: f.BirthDate, Max: 10})
-	}
+	fields = append(fields, profileFields(t, ff, f)...)
 	errText := ""
 	for i := range fields {
 		fields[i].Problem = problems[fields[i].Name]
@@ -341,6 +328,29 @@ func (p *Pages) signUpForm(w http.ResponseWriter, r *http.Request, status int, j
 	p.render(w, status, "signup.html", &pageData{Lang: jc.lang, T: t, Action: journey.PathSignUp,
 		CSRF: p.csrfToken(w, r, journey.PathSignUp), Request: jc.request, ClientName: jc.client, Fields: fields,
 		Error: errText, Link: jc.loginLink(), LinkText: t["journey.signin"]})
+}
+
+// profileFields are the profile fields of the sign-up form, which the
+// activation page shows again for the link holder to confirm.
+func profileFields(t map[string]string, ff journey.Fields, f journey.SignUpForm) []formField {
+	fields := []formField{
+		{Name: "first_name", Label: t["signup.first_name"], Type: "text", Autocomplete: "given-name", Value: f.FirstName,
+			Required: ff.FirstNameRequired, Max: 100},
+		{Name: "last_name", Label: t["signup.last_name"], Type: "text", Autocomplete: "family-name", Value: f.LastName,
+			Required: ff.LastNameRequired, Max: 100}}
+	if ff.Phone {
+		fields = append(fields, formField{Name: "phone", Label: t["signup.phone"], Type: "tel", Autocomplete: "tel",
+			Value: f.Phone, Required: ff.PhoneRequired, Max: 20})
+	}
+	if ff.PhoneConfirm {
+		fields = append(fields, formField{Name: "phone_confirm", Label: t["signup.phone_confirm"], Type: "tel",
+			Autocomplete: "tel", Value: f.PhoneConfirm, Required: ff.PhoneRequired, Max: 20})
+	}
+	if ff.BirthDate {
+		fields = append(fields, formField{Name: "birth_date", Label: t["signup.birth_date"], Type: "date",
+			Autocomplete: "bday", Value: f.BirthDate, Max: 10})
+	}
+	return fields
 }
 
 // SignUp is POST /signup. Success and an email that has an account get the
@@ -392,33 +402,49 @@ func (p *Pages) SignUpDone(w http.ResponseWriter, r *http.Request) error {
 
 // --- activation and invitation ---
 
-// ActivatePage is GET /activate?token=…: a button (or, for an invitation,
-// the first password) spends the link; opening it alone does not.
+// ActivatePage is GET /activate?token=…: the link holder chooses the
+// password (and, for an activation, confirms the profile fields);
+// opening the link alone does not spend it.
 func (p *Pages) ActivatePage(w http.ResponseWriter, r *http.Request) error {
 	jc := p.journeyContext(r)
 	link := r.URL.Query().Get("token")
-	t, err := p.Journeys.CheckLink(r.Context(), store.PersonTokenActivation, link)
-	if errors.Is(err, journey.ErrLinkInvalid) {
-		t, err = p.Journeys.CheckLink(r.Context(), store.PersonTokenInvitation, link)
-	}
+	kind, f, err := p.Journeys.ActivationForm(r.Context(), link)
 	if err != nil {
 		return p.journeyError(w, r, jc, err, PathActivateResend)
 	}
-	p.activateForm(w, r, http.StatusOK, jc, link, t.Kind == store.PersonTokenInvitation, "")
-	return nil
+	return p.activateForm(w, r, http.StatusOK, jc, link, kind, f, nil)
 }
 
 // PathActivateResend asks for a new activation or invitation link.
 const PathActivateResend = "/activate/resend"
 
-func (p *Pages) activateForm(w http.ResponseWriter, r *http.Request, status int, jc journeyContext, link string, invitation bool, errText string) {
+func (p *Pages) activateForm(w http.ResponseWriter, r *http.Request, status int, jc journeyContext, link, kind string,
+	f journey.SignUpForm, problems journey.FieldErrors) error {
 	title, lead, submit := "activate.title", "activate.lead", "activate.submit"
-	if invitation {
+	var fields []formField
+	errText := problems["password"]
+	if kind == store.PersonTokenInvitation {
 		title, lead, submit = "invitation.title", "invitation.lead", "invitation.submit"
+	} else {
+		st, err := p.Journeys.Settings(r.Context())
+		if err != nil {
+			return err
+		}
+		fields = profileFields(jc.t, st.FormFields(), f)
+		for i := range fields {
+			fields[i].Problem = problems[fields[i].Name]
+			if fields[i].Problem != "" && errText == "" {
+				errText = jc.t["signup.fix"]
+			}
+		}
+		if msg := problems["profile"]; msg != "" && errText == "" {
+			errText = msg
+		}
 	}
 	p.render(w, status, "reset.html", &pageData{Lang: jc.lang, T: jc.t, Action: journey.PathActivate,
-		CSRF: p.csrfToken(w, r, journey.PathActivate), Request: jc.request, Token: link, Error: errText,
-		AskPassword: invitation, Title: jc.t[title], Message: jc.t[lead], Submit: jc.t[submit]})
+		CSRF: p.csrfToken(w, r, journey.PathActivate), Request: jc.request, Token: link, Error: errText, Fields: fields,
+		AskPassword: true, Title: jc.t[title], Message: jc.t[lead], Submit: jc.t[submit]})
+	return nil
 }
 
 // Activate is POST /activate.
@@ -427,19 +453,33 @@ func (p *Pages) Activate(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return nil
 	}
-	link, pw := r.PostForm.Get("token"), r.PostForm.Get("password")
-	invitation := r.PostForm.Has("password")
-	if invitation && pw != r.PostForm.Get("password_confirm") {
-		p.activateForm(w, r, http.StatusBadRequest, jc, link, true, jc.t["reset.mismatch"])
-		return nil
-	}
-	_, err := p.Journeys.Activate(r.Context(), p.facts(r), link, pw, jc.lang)
-	var pe *journey.PasswordError
-	if errors.As(err, &pe) {
-		p.activateForm(w, r, http.StatusBadRequest, jc, link, true, pe.Message)
-		return nil
-	}
+	pf := r.PostForm
+	link := pf.Get("token")
+	kind, f, err := p.Journeys.ActivationForm(r.Context(), link)
 	if err != nil {
+		return p.journeyError(w, r, jc, err, PathActivateResend)
+	}
+	// A field the form did not post (a template of the operator's without
+	// it) keeps what the account holds rather than being emptied.
+	for name, v := range map[string]*string{"first_name": &f.FirstName, "last_name": &f.LastName, "phone": &f.Phone,
+		"phone_confirm": &f.PhoneConfirm, "birth_date": &f.BirthDate} {
+		if pf.Has(name) {
+			*v = pf.Get(name)
+		}
+	}
+	f.Password = pf.Get("password")
+	if f.Password != pf.Get("password_confirm") {
+		return p.activateForm(w, r, http.StatusBadRequest, jc, link, kind, f, journey.FieldErrors{"password": jc.t["reset.mismatch"]})
+	}
+	_, err = p.Journeys.Activate(r.Context(), p.facts(r), link, f, jc.lang)
+	var pe *journey.PasswordError
+	var fe journey.FieldErrors
+	switch {
+	case errors.As(err, &pe):
+		return p.activateForm(w, r, http.StatusBadRequest, jc, link, kind, f, journey.FieldErrors{"password": pe.Message})
+	case errors.As(err, &fe):
+		return p.activateForm(w, r, http.StatusBadRequest, jc, link, kind, f, fe)
+	case err != nil:
 		return p.journeyError(w, r, jc, err, PathActivateResend)
 	}
 	http.Redirect(w, r, journey.PathActivate+"/done"+jc.query(), http.StatusSeeOther)

@@ -127,7 +127,6 @@ func TestJourneyFormsBadInput(t *testing.T) {
 				{"sign-up: invalid UTF-8", "POST", "/signup", signup(url.Values{"first_name": {"\xff\xfe"}}), 400, `id="first_name-error"`},
 				{"sign-up: oversized email", "POST", "/signup", signup(url.Values{"email": {long + "@example.com"}}), 400, `id="email-error"`},
 				{"sign-up: oversized name", "POST", "/signup", signup(url.Values{"first_name": {long}}), 400, `id="first_name-error"`},
-				{"sign-up: oversized password", "POST", "/signup", signup(url.Values{"password": {long}}), 400, `id="password-error"`},
 				{"sign-up: a form over the size limit", "POST", "/signup", signup(url.Values{"last_name": {strings.Repeat("x", 70<<10)}}), 400, "could not be read"},
 				{"sign-up: no CSRF token", "POST", "/signup", signup(url.Values{"csrf_token": {""}}), 403, "form has expired"},
 				{"forgot: CR/LF in the email", "POST", "/password/forgot", url.Values{"csrf_token": {csrf["/password/forgot"]}, "email": {crlfEmail}}, 303, ""},
@@ -151,6 +150,18 @@ func TestJourneyFormsBadInput(t *testing.T) {
 				{"activate: used link", "GET", "/activate?token=" + linkToken(t, s, store.PersonTokenActivation, "used"), nil, 410, `href="/activate/resend"`},
 				{"activate: tampered link posted", "POST", "/activate", url.Values{"csrf_token": {csrf["/activate"]}, "token": {activation + "x"}}, 404, `href="/activate/resend"`},
 				{"activate: a reset link posted", "POST", "/activate", url.Values{"csrf_token": {csrf["/activate"]}, "token": {reset}}, 404, `href="/activate/resend"`},
+				{"activate: oversized password", "POST", "/activate", url.Values{"csrf_token": {csrf["/activate"]}, "token": {activation},
+					"first_name": {"Nina"}, "password": {long}, "password_confirm": {long}}, 400, `id="error"`},
+				{"activate: no password", "POST", "/activate", url.Values{"csrf_token": {csrf["/activate"]}, "token": {activation},
+					"first_name": {"Nina"}}, 400, `id="error"`},
+				{"activate: confirmation differs", "POST", "/activate", url.Values{"csrf_token": {csrf["/activate"]}, "token": {activation},
+					"first_name": {"Nina"}, "password": {"a long enough passphrase 2"}, "password_confirm": {"another"}}, 400, `id="error"`},
+				{"activate: CR/LF in the first name", "POST", "/activate", url.Values{"csrf_token": {csrf["/activate"]}, "token": {activation},
+					"first_name": {"Eve\r\nBcc: " + injected}, "password": {"a long enough passphrase 2"},
+					"password_confirm": {"a long enough passphrase 2"}}, 400, `id="first_name-error"`},
+				{"activate: oversized name", "POST", "/activate", url.Values{"csrf_token": {csrf["/activate"]}, "token": {activation},
+					"first_name": {long}, "password": {"a long enough passphrase 2"}, "password_confirm": {"a long enough passphrase 2"}}, 400,
+					`id="first_name-error"`},
 			} {
 				status, body := fetch(t, b, tc.method, s.URL+tc.path, tc.form)
 				if status != tc.status || !strings.Contains(body, tc.want) || strings.Contains(body, "could not handle the request") {

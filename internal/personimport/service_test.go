@@ -167,3 +167,33 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// An import of a person whose address is written in fullwidth or other
+// compatibility characters fails for that person (invalid email, with the
+// reason), as primary and as another address; the others go on.
+func TestImportRefusesLookAlikeAddresses(t *testing.T) {
+	var log bytes.Buffer
+	st := openSQLite(t)
+	s := newService(t, st, &log)
+	second := mk("33333333-3333-4333-8333-333333333333", "other@example.com")
+	second.Profile.EmailAddresses = append(second.Profile.EmailAddresses, Contact{Value: "\uff4fther@example.com"})
+	res, err := s.Import(context.Background(), []Person{
+		mk("11111111-1111-4111-8111-111111111111", "case@example.com"),
+		mk("22222222-2222-4222-8222-222222222222", "\uff43ase@example.com"),
+		second,
+	}, Options{Agent: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.SuccessfulReferenceIDs) != 1 || len(res.Failures) != 2 {
+		t.Fatalf("%+v", res)
+	}
+	for _, f := range res.Failures {
+		if f.ErrorCode != CodeInvalidEmail || !strings.Contains(f.ErrorMessage, "compatibility characters") {
+			t.Errorf("failure %+v, want invalid email with the reason", f)
+		}
+	}
+	if ps, _ := st.FindPersons(context.Background(), "\uff43ase@example.com"); len(ps) != 0 {
+		t.Errorf("a look-alike person was made: %+v", ps)
+	}
+}

@@ -78,6 +78,9 @@ func validate(p Person, prf string, idps map[string]string, now time.Time) (cand
 	primary := ""
 	primaries := 0
 	for _, e := range pr.EmailAddresses {
+		if !identity.NormalEmail(e.Value) {
+			return c, fail(CodeInvalidEmail, ref, "email address %q %s", clip(e.Value), identity.EmailProblemNFKC)
+		}
 		if !identity.ValidEmail(e.Value) {
 			return c, fail(CodeInvalidEmail, ref, "email address %q is not valid", clip(e.Value))
 		}

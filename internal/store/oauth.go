@@ -16,7 +16,7 @@ type Person struct {
 	PasswordHash string // PHC string; "" when the person has no password
 	FirstName    string
 	LastName     string
-	Status       string            // CREATED | INVITED | ACTIVATED | BLOCKED | INACTIVE
+	Status       string            // CREATED | INVITED | ACTIVATED | BLOCKED | INACTIVE (identity.Status*)
 	Custom       map[string]string // custom attributes (name -> value); nil for none
 	Profile      PersonProfile
 	TOTPSecret   []byte // sealed with the server key; nil when none
@@ -58,6 +58,13 @@ type PostalAddress struct {
 	Primary             bool   `json:"primary,omitempty"`
 }
 
+// The statuses that take a person's access away for the operator's
+// reasons. UpdatePerson ends a person's mailed links when it writes one.
+const (
+	PersonBlocked  = "BLOCKED"
+	PersonInactive = "INACTIVE"
+)
+
 // ExternalIdentity links a person to an account at an identity provider;
 // (Partition, IdPID, ExternalID) is unique.
 type ExternalIdentity struct {
@@ -83,7 +90,12 @@ type Persons interface {
 	GetPersonByEmail(ctx context.Context, partition, email string) (Person, error)
 	// UpdatePerson reads the person, applies fn and writes the result in one
 	// transaction. ErrNotFound for an unknown ID; ErrConflict when the new
-	// email is taken. ID, Partition and CreatedAt cannot change.
+	// email is taken. ID, Partition and CreatedAt cannot change. A write
+	// that leaves the person PersonBlocked or PersonInactive also deletes
+	// every unused mailed token of the person (PersonTokens, every kind) in
+	// the same transaction — whichever path blocks (admin API, CLI,
+	// import, a future one), a link or code mailed before the block never
+	// works after an unblock. Blocking again sweeps again.
 	UpdatePerson(ctx context.Context, id string, fn func(Person) (Person, error)) error
 	// LinkIdentity records e. Linking the same identity to the same person
 	// again is a no-op (its attributes stay); ErrConflict when it is linked
@@ -106,9 +118,10 @@ type Persons interface {
 	// FindPersons returns the persons whose email matches email
 	// case-insensitively, in every partition, by partition.
 	FindPersons(ctx context.Context, email string) ([]Person, error)
-	// DeletePerson removes a person with their linked identities and
-	// remembered consents (an ID may come back through an import, and must
-	// not inherit them). It does not revoke: see Store.RevokePerson.
+	// DeletePerson removes a person with their linked identities,
+	// remembered consents and mailed tokens (an ID may come back through an
+	// import, and must not inherit them). It does not revoke: see
+	// Store.RevokePerson.
 	// ErrNotFound for an unknown ID.
 	DeletePerson(ctx context.Context, id string) error
 }

@@ -139,6 +139,13 @@ func (db *DB) DeletePersonTokens(ctx context.Context, personID, kind string) err
 	return err
 }
 
+// deleteUnusedPersonTokens removes every unused token of a person, of
+// every kind (a block ends them all).
+func (db *DB) deleteUnusedPersonTokens(ctx context.Context, personID string) error {
+	_, err := db.exec(ctx, `DELETE FROM person_tokens WHERE person_id = ? AND used_at = 0`, personID)
+	return err
+}
+
 // journeyRetention is how long used or expired person tokens and sent mails
 // are kept: a link followed again within it gets "already used" or
 // "expired" rather than "unknown", and a sent mail's record shows it went.

@@ -108,7 +108,14 @@ func (db *DB) UpdatePerson(ctx context.Context, id string, fn func(store.Person)
 			last_name = ?, status = ?, custom_attributes = ?, profile = ?, totp_secret = ?, updated_at = ? WHERE id = ?`,
 			p.Email, strings.ToLower(p.Email), p.PasswordHash, p.FirstName, p.LastName, p.Status, stringMap(p.Custom),
 			profile, p.TOTPSecret, micros(p.UpdatedAt), id)
-		return err
+		if err != nil {
+			return err
+		}
+		if p.Status == store.PersonBlocked || p.Status == store.PersonInactive {
+			// A block ends every mailed link of the person (store.Persons).
+			return tx.deleteUnusedPersonTokens(ctx, id)
+		}
+		return nil
 	})
 }
 
@@ -166,7 +173,7 @@ func (db *DB) SharePerson(ctx context.Context, id string) (store.Person, error) 
 	return p, db.scanErr(err)
 }
 
-// DeletePerson removes a person, their identities and their consents.
+// DeletePerson removes a person, their identities, consents and mailed tokens.
 func (db *DB) DeletePerson(ctx context.Context, id string) error {
 	return db.Tx(ctx, func(st store.Store) error {
 		tx := st.(*DB)
@@ -174,6 +181,9 @@ func (db *DB) DeletePerson(ctx context.Context, id string) error {
 			return err
 		}
 		if _, err := tx.exec(ctx, `DELETE FROM person_identities WHERE person_id = ?`, id); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM person_tokens WHERE person_id = ?`, id); err != nil {
 			return err
 		}
 		_, err := tx.exec(ctx, `DELETE FROM consents WHERE person_id = ?`, id)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -240,5 +241,191 @@ func testPersonTokenRace(t *testing.T, s store.Store) {
 	wg.Wait()
 	if wins != 1 {
 		t.Errorf("%d uses succeeded, want 1", wins)
+	}
+}
+
+// personToken stores an unused token of kind for personID.
+func personToken(t *testing.T, s store.Store, hash, kind, personID string) {
+	t.Helper()
+	if err := s.CreatePersonToken(ctx(), store.PersonToken{Hash: []byte(hash), Kind: kind, PersonID: personID,
+		CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setPersonStatus(t *testing.T, s store.Store, id, status string) {
+	t.Helper()
+	if err := s.UpdatePerson(ctx(), id, func(p store.Person) (store.Person, error) {
+		p.Status = status
+		return p, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kept reports which of hashes a person token is still stored under.
+func kept(s store.Store, hashes ...string) map[string]bool {
+	out := map[string]bool{}
+	for _, h := range hashes {
+		_, err := s.GetPersonToken(ctx(), []byte(h))
+		out[h] = err == nil
+	}
+	return out
+}
+
+var personTokenKinds = []string{store.PersonTokenActivation, store.PersonTokenInvitation, store.PersonTokenPasswordReset,
+	store.PersonTokenEmailOTP}
+
+// A write that leaves a person BLOCKED or INACTIVE ends every unused
+// mailed token of the person, of every kind, in its own transaction (a
+// rolled-back block ends none); an unblock brings none back; other
+// persons' tokens and used tokens stay; DeletePerson ends them too.
+func testBlockEndsPersonTokens(t *testing.T, s store.Store) {
+	for _, id := range []string{"p1", "p2"} {
+		if err := s.CreatePerson(ctx(), person(id, id+"@example.com")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var p1 []string
+	for _, kind := range personTokenKinds {
+		personToken(t, s, "p1-"+kind, kind, "p1")
+		p1 = append(p1, "p1-"+kind)
+	}
+	personToken(t, s, "p1-used", store.PersonTokenPasswordReset, "p1")
+	if _, err := s.UsePersonToken(ctx(), []byte("p1-used"), store.PersonTokenPasswordReset, t0); err != nil {
+		t.Fatal(err)
+	}
+	personToken(t, s, "p2-reset", store.PersonTokenPasswordReset, "p2")
+	all := append(slices.Clone(p1), "p1-used", "p2-reset")
+	every := func(v bool) map[string]bool {
+		m := map[string]bool{}
+		for _, h := range all {
+			m[h] = v
+		}
+		return m
+	}
+
+	// A write that does not block keeps them.
+	if err := s.UpdatePerson(ctx(), "p1", func(p store.Person) (store.Person, error) {
+		p.FirstName = "Janet"
+		return p, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(every(true), kept(s, all...)); d != "" {
+		t.Errorf("after a name change (-want +got):\n%s", d)
+	}
+	// A block that rolls back ends nothing.
+	errUndo := errors.New("undo")
+	if err := s.Tx(ctx(), func(tx store.Store) error {
+		if err := tx.UpdatePerson(ctx(), "p1", func(p store.Person) (store.Person, error) {
+			p.Status = store.PersonBlocked
+			return p, nil
+		}); err != nil {
+			return err
+		}
+		return errUndo
+	}); !errors.Is(err, errUndo) {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(every(true), kept(s, all...)); d != "" {
+		t.Errorf("after a rolled-back block (-want +got):\n%s", d)
+	}
+
+	setPersonStatus(t, s, "p1", store.PersonBlocked)
+	want := every(false)
+	want["p1-used"], want["p2-reset"] = true, true
+	if d := cmp.Diff(want, kept(s, all...)); d != "" {
+		t.Errorf("after the block (-want +got):\n%s", d)
+	}
+	for _, kind := range personTokenKinds {
+		if _, err := s.UsePersonToken(ctx(), []byte("p1-"+kind), kind, t0); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("use of a %s token after the block: %v, want ErrNotFound", kind, err)
+		}
+	}
+	setPersonStatus(t, s, "p1", "ACTIVATED")
+	if d := cmp.Diff(want, kept(s, all...)); d != "" {
+		t.Errorf("after the unblock (-want +got):\n%s", d)
+	}
+
+	// INACTIVE ends them as well; a write that leaves the person BLOCKED
+	// (blocking again, a name change) sweeps what was made meanwhile.
+	personToken(t, s, "p1-again", store.PersonTokenPasswordReset, "p1")
+	setPersonStatus(t, s, "p1", store.PersonInactive)
+	if kept(s, "p1-again")["p1-again"] {
+		t.Error("INACTIVE kept a reset token")
+	}
+	setPersonStatus(t, s, "p1", store.PersonBlocked)
+	personToken(t, s, "p1-while", store.PersonTokenActivation, "p1")
+	setPersonStatus(t, s, "p1", store.PersonBlocked)
+	if kept(s, "p1-while")["p1-while"] {
+		t.Error("blocking again kept a token made while blocked")
+	}
+
+	// Deleting a person ends their tokens, used ones too: an ID that
+	// comes back (an import) inherits none.
+	personToken(t, s, "p2-activation", store.PersonTokenActivation, "p2")
+	if err := s.DeletePerson(ctx(), "p2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := kept(s, "p2-reset", "p2-activation"); got["p2-reset"] || got["p2-activation"] {
+		t.Errorf("after DeletePerson: %v, want none kept", got)
+	}
+	if err := s.CreatePerson(ctx(), person("p2", "p2@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UsePersonToken(ctx(), []byte("p2-reset"), store.PersonTokenPasswordReset, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a token of a deleted person, used after the ID came back: %v", err)
+	}
+}
+
+// A link minted under LockPerson (the journeys: lock, check the status,
+// store the token) and a concurrent block never leave an unused token of
+// a BLOCKED person: either the mint commits first and the block ends the
+// token, or the block commits first and the mint sees BLOCKED.
+func testBlockVsLinkRace(t *testing.T, s store.Store) {
+	if err := s.CreatePerson(ctx(), person("p1", "a@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	errBlocked := errors.New("blocked")
+	for round := range 20 {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(2)
+		hash := fmt.Sprintf("race-%d", round)
+		go func() {
+			defer wg.Done()
+			<-start
+			err := s.Tx(ctx(), func(tx store.Store) error {
+				p, err := tx.LockPerson(ctx(), "p1")
+				if err != nil {
+					return err
+				}
+				if p.Status == store.PersonBlocked {
+					return errBlocked
+				}
+				return tx.CreatePersonToken(ctx(), store.PersonToken{Hash: []byte(hash), Kind: store.PersonTokenPasswordReset,
+					PersonID: "p1", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)})
+			})
+			if err != nil && !errors.Is(err, errBlocked) {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := s.UpdatePerson(ctx(), "p1", func(p store.Person) (store.Person, error) {
+				p.Status = store.PersonBlocked
+				return p, nil
+			}); err != nil {
+				t.Error(err)
+			}
+		}()
+		close(start)
+		wg.Wait()
+		if kept(s, hash)[hash] {
+			t.Fatalf("round %d: an unused token of a BLOCKED person survived", round)
+		}
+		setPersonStatus(t, s, "p1", "ACTIVATED")
 	}
 }
