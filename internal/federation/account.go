@@ -385,16 +385,21 @@ func (s *Service) signIn(ctx context.Context, tx store.Store, f request.Facts, m
 	}
 
 	fresh.Email = email
-	fresh.Profile.Emails = []store.ContactPoint{{Value: email, Primary: true,
-		Verified: on(m.AutoEmailVerification) || u.EmailVerified}}
+	proven := on(m.AutoEmailVerification) || u.EmailVerified
+	fresh.Profile.Emails = []store.ContactPoint{{Value: email, Primary: true, Verified: proven}}
 	if on(m.AutoActivationEnabled) {
 		fresh.Status = identity.StatusActivated
 	}
 	if err := tx.CreatePerson(ctx, fresh); err != nil {
 		return err
 	}
+	// An unproven email (the upstream lets anyone register any address):
+	// the link is unproven too, and ends when the address's owner proves
+	// it by mail (journey's activation and reset) — else whoever
+	// registered it upstream would keep signing in to the account its
+	// owner takes back.
 	if err := tx.LinkIdentity(ctx, store.ExternalIdentity{IdPID: m.IdPID(), ExternalID: u.Subject, PersonID: fresh.ID,
-		Attributes: kept, CreatedAt: now}); err != nil {
+		Attributes: kept, Unproven: !proven, CreatedAt: now}); err != nil {
 		return err
 	}
 	out.Person, out.Created = fresh, true

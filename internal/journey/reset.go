@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
@@ -110,6 +111,11 @@ func (s *Service) ResetPassword(ctx context.Context, facts request.Facts, link, 
 				return old, ErrLinkInvalid // blocked since the link was sent
 			}
 			old.PasswordHash = hash
+			for i := range old.Profile.Emails {
+				if strings.EqualFold(old.Profile.Emails[i].Value, old.Email) {
+					old.Profile.Emails[i].Verified = true // the link reached the address
+				}
+			}
 			p = old
 			return old, nil
 		}); err != nil {
@@ -122,6 +128,12 @@ func (s *Service) ResetPassword(ctx context.Context, facts request.Facts, link, 
 			return err
 		}
 		if _, err := tx.RevokePerson(ctx, p.ID, s.Now().UTC()); err != nil {
+			return err
+		}
+		// The link proved the address: an upstream identity linked while
+		// it was unproven (store.ExternalIdentity.Unproven) ends, as at
+		// activation.
+		if _, err := tx.EndUnprovenIdentities(ctx, p.ID); err != nil {
 			return err
 		}
 		if st.Notify("password_reset") || st.Notify("password_updated") {

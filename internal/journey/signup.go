@@ -468,6 +468,11 @@ func (s *Service) Activate(ctx context.Context, facts request.Facts, link string
 		if _, err := tx.RevokePerson(ctx, p.ID, s.Now().UTC()); err != nil {
 			return err
 		}
+		// Nor does an upstream identity linked while the address was
+		// unproven (store.ExternalIdentity.Unproven).
+		if _, err := tx.EndUnprovenIdentities(ctx, p.ID); err != nil {
+			return err
+		}
 		if err := s.recordPerson(ctx, tx, facts, events.PersonActivated, p, map[string]string{"via": t.Kind}); err != nil {
 			return err
 		}

@@ -77,7 +77,13 @@ type ExternalIdentity struct {
 	// the person, whose profile and custom attributes are all that is
 	// released, so that an upstream can never stand in for either.
 	Attributes map[string]string
-	CreatedAt  time.Time
+	// Unproven: the sign-in that made the link (a new account from an
+	// upstream that did not vouch for its email) proved nothing about the
+	// account's address, so the address's proof ends it
+	// (EndUnprovenIdentities): whoever registered someone else's address
+	// upstream cannot keep the account its owner then takes back.
+	Unproven  bool
+	CreatedAt time.Time
 }
 
 // Persons stores person accounts.
@@ -103,6 +109,10 @@ type Persons interface {
 	LinkIdentity(ctx context.Context, e ExternalIdentity) error
 	// ListIdentities returns the identities linked to a person.
 	ListIdentities(ctx context.Context, personID string) ([]ExternalIdentity, error)
+	// EndUnprovenIdentities removes the person's identities linked while
+	// its email was unproven (ExternalIdentity.Unproven) and returns how
+	// many; the others stay. Called where a mailed link proves the address.
+	EndUnprovenIdentities(ctx context.Context, personID string) (int, error)
 	// LockPerson reads a person for an issuance: inside a transaction the
 	// row stays locked against writers until the transaction ends, so a
 	// status change (UpdatePerson) or DeletePerson waits for the issuance,

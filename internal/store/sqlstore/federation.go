@@ -31,13 +31,13 @@ func (db *DB) TakeFederationState(ctx context.Context, hash []byte, now time.Tim
 	return s, nil
 }
 
-const identityColumns = `partition_id, idp_id, external_person_id, person_id, attributes, created_at`
+const identityColumns = `partition_id, idp_id, external_person_id, person_id, attributes, unproven, created_at`
 
 func scanIdentity(s scanner) (store.ExternalIdentity, error) {
 	var e store.ExternalIdentity
 	var attrs string
 	var created int64
-	if err := s.Scan(&e.Partition, &e.IdPID, &e.ExternalID, &e.PersonID, &attrs, &created); err != nil {
+	if err := s.Scan(&e.Partition, &e.IdPID, &e.ExternalID, &e.PersonID, &attrs, &e.Unproven, &created); err != nil {
 		return e, err
 	}
 	if err := json.Unmarshal([]byte(attrs), &e.Attributes); err != nil {

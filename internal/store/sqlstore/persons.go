@@ -128,9 +128,9 @@ func (db *DB) LinkIdentity(ctx context.Context, e store.ExternalIdentity) error 
 	// changes nothing, a link to another person comes back as a conflict.
 	var owner string
 	err := db.queryRowWrite(ctx, `INSERT INTO person_identities (`+identityColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (partition_id, idp_id, external_person_id) DO UPDATE SET person_id = person_identities.person_id
-		RETURNING person_id`, e.Partition, e.IdPID, e.ExternalID, e.PersonID, stringMap(e.Attributes), micros(e.CreatedAt)).Scan(&owner)
+		RETURNING person_id`, e.Partition, e.IdPID, e.ExternalID, e.PersonID, stringMap(e.Attributes), e.Unproven, micros(e.CreatedAt)).Scan(&owner)
 	if err != nil {
 		return db.scanErr(err)
 	}
@@ -157,6 +157,16 @@ func (db *DB) ListIdentities(ctx context.Context, personID string) ([]store.Exte
 		out = append(out, e)
 	}
 	return out, db.d.Translate(rows.Err())
+}
+
+// EndUnprovenIdentities removes a person's links marked unproven.
+func (db *DB) EndUnprovenIdentities(ctx context.Context, personID string) (int, error) {
+	res, err := db.exec(ctx, `DELETE FROM person_identities WHERE person_id = ? AND unproven`, personID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 // LockPerson reads a person FOR UPDATE (PostgreSQL); SQLite's writer

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
@@ -140,6 +141,32 @@ func testIdentities(t *testing.T, s store.Store) {
 	}
 	if got, _ := s.ListIdentities(ctx(), "nobody"); len(got) != 0 {
 		t.Errorf("identities of an unknown person: %v", got)
+	}
+
+	// The address's proof ends the links made while it was unproven, and
+	// only those, and only the person's.
+	for _, e := range []store.ExternalIdentity{
+		{IdPID: "idp-2", ExternalID: "squat", PersonID: "p1", Unproven: true, CreatedAt: t0.Add(time.Second)},
+		{IdPID: "idp-2", ExternalID: "other", PersonID: "p2", Unproven: true, CreatedAt: t0},
+	} {
+		if err := s.LinkIdentity(ctx(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.FindIdentity(ctx(), "", "idp-2", "squat"); err != nil || !got.Unproven {
+		t.Errorf("the unproven link reads back %+v, %v", got, err)
+	}
+	if n, err := s.EndUnprovenIdentities(ctx(), "p1"); err != nil || n != 1 {
+		t.Errorf("EndUnprovenIdentities = %d, %v; want 1", n, err)
+	}
+	if got, _ := s.ListIdentities(ctx(), "p1"); !cmp.Equal(want, got) {
+		t.Errorf("after EndUnprovenIdentities p1 has %+v, want the proven link alone", got)
+	}
+	if _, err := s.FindIdentity(ctx(), "", "idp-2", "other"); err != nil {
+		t.Errorf("another person's unproven link: %v, want it kept", err)
+	}
+	if n, err := s.EndUnprovenIdentities(ctx(), "p1"); err != nil || n != 0 {
+		t.Errorf("EndUnprovenIdentities again = %d, %v; want 0", n, err)
 	}
 }
 
