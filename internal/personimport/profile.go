@@ -85,7 +85,7 @@ func CheckProfile(pr *Profile, now time.Time) (store.Person, *ProfileError) {
 		// A display name that only repeats the one derived from the name
 		// is not kept: the read derives it again, so reading a person and
 		// writing back what was read changes nothing.
-		if p.Profile.DisplayName == derivedDisplayName(p.FirstName, p.LastName) {
+		if p.Profile.DisplayName == DerivedDisplayName(p.FirstName, p.LastName) {
 			p.Profile.DisplayName = ""
 		}
 	}
@@ -184,9 +184,9 @@ func checkRest(pr *Profile, out *store.PersonProfile, now time.Time) *ProfileErr
 	return nil
 }
 
-// derivedDisplayName is the display name of a person without one: first
+// DerivedDisplayName is the display name of a person without one: first
 // plus last name (the spec's Profile; the name claim of OpenID Connect).
-func derivedDisplayName(first, last string) string {
+func DerivedDisplayName(first, last string) string {
 	return strings.TrimSpace(first + " " + last)
 }
 
@@ -215,7 +215,7 @@ func ProfileOf(p store.Person) Profile {
 	}
 	n := Name{FirstName: p.FirstName, LastName: p.LastName, Initials: p.Profile.Initials, DisplayName: p.Profile.DisplayName}
 	if n.DisplayName == "" {
-		n.DisplayName = derivedDisplayName(n.FirstName, n.LastName)
+		n.DisplayName = DerivedDisplayName(n.FirstName, n.LastName)
 	}
 	if n != (Name{}) {
 		pr.Name = &n
