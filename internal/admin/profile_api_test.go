@@ -236,3 +236,62 @@ func TestReadHoldsTheLoginEmail(t *testing.T) {
 		t.Errorf("profile.name: %+v", n)
 	}
 }
+
+// TestDerivedDisplayNameFollowsTheName: a person without a display name
+// reads one derived from the name; a profile sent back with it unchanged
+// and a new first name reads the new derived one, not the old one pinned.
+func TestDerivedDisplayNameFollowsTheName(t *testing.T) {
+	s := servertest.Start(t, personsConfig(), servertest.Options{})
+	path := "/api/v1/persons/" + personID(t, s)
+	pr := readPerson(t, call(t, s, "GET", path, "", ops)).Profile
+	pr.Name.FirstName = "Zeb"
+	got := readPerson(t, call(t, s, "PATCH", path, mustJSON(t, map[string]any{"profile": pr}), ops)).Profile
+	if got.Name.DisplayName != "Zeb Quaxworth" {
+		t.Errorf("display name after a new first name: %q, want Zeb Quaxworth", got.Name.DisplayName)
+	}
+	got = readPerson(t, call(t, s, "PATCH", path, `{"last_name":"Q."}`, ops)).Profile
+	if got.Name.DisplayName != "Zeb Q." {
+		t.Errorf("display name after a new last name: %q, want Zeb Q.", got.Name.DisplayName)
+	}
+	// A display name of its own stays.
+	pr = got
+	pr.Name.DisplayName = "The Bold"
+	readPerson(t, call(t, s, "PATCH", path, mustJSON(t, map[string]any{"profile": pr}), ops))
+	if got = readPerson(t, call(t, s, "PATCH", path, `{"first_name":"Zebulon"}`, ops)).Profile; got.Name.DisplayName != "The Bold" {
+		t.Errorf("display name of its own after a new first name: %q", got.Name.DisplayName)
+	}
+}
+
+// TestPatchEmailReplacesTheLoginAddress: the older email member makes the
+// new address the primary one in place of the old; a secondary entry of
+// the same address is taken up with its verification.
+func TestPatchEmailReplacesTheLoginAddress(t *testing.T) {
+	s := servertest.Start(t, personsConfig(), servertest.Options{})
+	in := importedPerson()
+	if r := call(t, s, "POST", "/api/import/persons", mustJSON(t, map[string]any{"persons": []any{in}}), ops); r.status != 201 {
+		t.Fatalf("import: %d %s", r.status, r.body)
+	}
+	path := "/api/v1/persons/" + in.Profile.ReferenceID
+	yes, no := true, false
+	for _, tc := range []struct {
+		email string
+		want  []personimport.Contact
+	}{
+		{"grace@example.net", []personimport.Contact{{Value: "grace@example.net", Primary: true, Verified: &no},
+			{Value: "amazing.grace@example.com", Verified: &no}}},
+		{"Amazing.Grace@example.com", []personimport.Contact{{Value: "Amazing.Grace@example.com", Primary: true, Verified: &no}}},
+	} {
+		got := readPerson(t, call(t, s, "PATCH", path, mustJSON(t, map[string]string{"email": tc.email}), ops))
+		if d := cmp.Diff(tc.want, got.Profile.EmailAddresses); d != "" || got.Email != tc.email {
+			t.Errorf("email %s: login %s, addresses (-want +got):\n%s", tc.email, got.Email, d)
+		}
+	}
+	// Verified travels with the address that becomes the login one.
+	pr := readPerson(t, call(t, s, "GET", path, "", ops)).Profile
+	pr.EmailAddresses = append(pr.EmailAddresses, personimport.Contact{Value: "proven@example.org", Verified: &yes})
+	readPerson(t, call(t, s, "PATCH", path, mustJSON(t, map[string]any{"profile": pr}), ops))
+	got := readPerson(t, call(t, s, "PATCH", path, `{"email":"proven@example.org"}`, ops))
+	if e := got.Profile.EmailAddresses[0]; e.Value != "proven@example.org" || !e.Primary || !*e.Verified || len(got.Profile.EmailAddresses) != 1 {
+		t.Errorf("after email of a proven secondary address: %+v", got.Profile.EmailAddresses)
+	}
+}

@@ -159,3 +159,36 @@ func TestCheckProfileRefusals(t *testing.T) {
 		})
 	}
 }
+
+// FuzzProfileRoundTrip: whatever profile the import accepts, its read
+// (ProfileOf) is accepted again and stores the same person, and reading
+// that gives the same read.
+func FuzzProfileRoundTrip(f *testing.F) {
+	full, _ := json.Marshal(fullProfile())
+	f.Add(full)
+	f.Add([]byte(`{"reference_id":"6f1c1e4e-8a43-4c55-9e77-3c1e0a3b5d10","email_addresses":[{"value":"a@b.example","primary":true}]}`))
+	f.Add([]byte(`{"reference_id":"6f1c1e4e-8a43-4c55-9e77-3c1e0a3b5d10","email_addresses":[{"value":"a@b.example","primary":true}],` +
+		`"name":{"first_name":"A","last_name":"B","display_name":"A B"},"addresses":[{"house_number":0,"country_code":"nl"}]}`))
+	now := time.Now()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var in Profile
+		if json.Unmarshal(b, &in) != nil {
+			return
+		}
+		p, perr := CheckProfile(&in, now)
+		if perr != nil {
+			return
+		}
+		read := ProfileOf(p)
+		again, perr := CheckProfile(&read, now)
+		if perr != nil {
+			t.Fatalf("the read of an accepted profile is refused: %v\n%+v", perr, read)
+		}
+		if d := cmp.Diff(p, again); d != "" {
+			t.Fatalf("writing back the read changes the person:\n%s", d)
+		}
+		if d := cmp.Diff(read, ProfileOf(again)); d != "" {
+			t.Fatalf("the read changes:\n%s", d)
+		}
+	})
+}
