@@ -10,26 +10,26 @@ import (
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/config"
+	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/backend"
 )
 
 // personView is what an operator sees of a person: no credential material,
-// only whether there is one and of which kind.
+// only whether there is one and of which kind. Profile is in the import's
+// shape, as the admin API reads it (personimport.ProfileOf): names,
+// addresses and custom attributes are there.
 type personView struct {
-	ID         string              `json:"id"`
-	Partition  string              `json:"partition_id"`
-	Email      string              `json:"email"`
-	Status     string              `json:"status"`
-	FirstName  string              `json:"first_name,omitempty"`
-	LastName   string              `json:"last_name,omitempty"`
-	Password   string              `json:"password"` // none | argon2id | pbkdf2-sha256 | ...
-	TOTP       bool                `json:"totp"`
-	Profile    store.PersonProfile `json:"profile"`
-	Custom     map[string]string   `json:"custom_attributes,omitempty"`
-	Identities []identityView      `json:"identities"`
-	Created    string              `json:"created"`
-	Updated    string              `json:"updated"`
+	ID         string               `json:"id"`
+	Partition  string               `json:"partition_id"`
+	Email      string               `json:"email"`
+	Status     string               `json:"status"`
+	Password   string               `json:"password"` // none | argon2id | pbkdf2-sha256 | ...
+	TOTP       bool                 `json:"totp"`
+	Profile    personimport.Profile `json:"profile"`
+	Identities []identityView       `json:"identities"`
+	Created    string               `json:"created"`
+	Updated    string               `json:"updated"`
 }
 
 type identityView struct {
@@ -81,9 +81,9 @@ func personCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	v := personView{ID: p.ID, Partition: p.Partition, Email: p.Email, Status: p.Status, FirstName: p.FirstName,
-		LastName: p.LastName, Password: hashKind(p.PasswordHash), TOTP: p.TOTPSecret != nil, Profile: p.Profile,
-		Custom: p.Custom, Identities: []identityView{}, Created: p.CreatedAt.Format("2006-01-02T15:04:05Z07:00"),
+	v := personView{ID: p.ID, Partition: p.Partition, Email: p.Email, Status: p.Status, Password: hashKind(p.PasswordHash),
+		TOTP: p.TOTPSecret != nil, Profile: personimport.ProfileOf(p), Identities: []identityView{},
+		Created: p.CreatedAt.Format("2006-01-02T15:04:05Z07:00"),
 		Updated: p.UpdatedAt.Format("2006-01-02T15:04:05Z07:00")}
 	for _, l := range links {
 		v.Identities = append(v.Identities, identityView{l.IdPID, l.ExternalID, l.Attributes})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/sqlite"
 )
@@ -40,6 +41,19 @@ func TestPersonShow(t *testing.T) {
 	if v["id"] != "0f8fad5b-d9cb-469f-a165-70867728950e" || v["password"] != "pbkdf2-sha256" || v["totp"] != true ||
 		v["status"] != "ACTIVATED" || len(v["identities"].([]any)) != 1 {
 		t.Errorf("%s", out.String())
+	}
+	// The profile is the import's shape, as the admin API reads it: the
+	// login email among the addresses, the name inside.
+	var shown struct {
+		Profile personimport.Profile `json:"profile"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if pr := shown.Profile; len(pr.EmailAddresses) != 1 || pr.EmailAddresses[0].Value != "Jane@Example.com" ||
+		!pr.EmailAddresses[0].Primary || pr.Name == nil || pr.Name.FirstName != "Jane" || pr.Gender != "F" ||
+		pr.ReferenceID != "0f8fad5b-d9cb-469f-a165-70867728950e" {
+		t.Errorf("profile: %s", out.String())
 	}
 	if strings.Contains(out.String(), "c2VjcmV0") || strings.Contains(out.String(), "sealed") {
 		t.Error("credential material in the output")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/httpx"
+	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 )
@@ -369,11 +370,15 @@ func (h *Handler) personsOn(w http.ResponseWriter, r *http.Request) (Actor, bool
 }
 
 // personView is a person as read: never a password hash or TOTP secret.
+// Profile is the import's Profile (personimport.ProfileOf), so that what
+// was imported reads back equal; the flat members after it are the older
+// read of the same data, kept for the callers of v1 (docs/decisions/0005).
 type personView struct {
 	PersonID         string                `json:"person_id"`
 	PartitionID      string                `json:"partition_id"`
 	Email            string                `json:"email"`
 	Status           string                `json:"status"`
+	Profile          personimport.Profile  `json:"profile"`
 	FirstName        string                `json:"first_name"`
 	LastName         string                `json:"last_name"`
 	DisplayName      string                `json:"display_name"`
@@ -397,20 +402,23 @@ type personView struct {
 // choose what to map), never part of the person nor released.
 type identityView struct {
 	IdPID              string            `json:"idp_id"`
-	ExternalID         string            `json:"external_id"`
+	ExternalPersonID   string            `json:"external_person_id"` // the import's name
+	ExternalID         string            `json:"external_id"`        // the same, deprecated
 	UpstreamAttributes map[string]string `json:"upstream_attributes"`
 	CreatedAt          string            `json:"created_at"`
 }
 
 func personOf(p Person) personView {
-	v := personView{PersonID: p.ID, PartitionID: p.Partition, Email: p.Email, Status: p.Status, FirstName: p.FirstName,
-		LastName: p.LastName, DisplayName: p.Profile.DisplayName, Initials: p.Profile.Initials, Gender: p.Profile.Gender,
-		DateOfBirth: p.Profile.DateOfBirth, PreferredLocale: p.Profile.PreferredLocale,
-		EmailAddresses: p.Profile.Emails, PhoneNumbers: p.Profile.Phones, Addresses: p.Profile.Addresses,
+	pr := personimport.ProfileOf(p.Person)
+	v := personView{PersonID: p.ID, PartitionID: p.Partition, Email: p.Email, Status: p.Status, Profile: pr,
+		FirstName: p.FirstName, LastName: p.LastName, DisplayName: p.Profile.DisplayName, Initials: p.Profile.Initials,
+		Gender: p.Profile.Gender, DateOfBirth: p.Profile.DateOfBirth, PreferredLocale: p.Profile.PreferredLocale,
+		EmailAddresses: []store.ContactPoint{}, PhoneNumbers: p.Profile.Phones, Addresses: p.Profile.Addresses,
 		CustomAttributes: p.Custom, HasPassword: p.PasswordHash != "", HasTOTP: p.TOTPSecret != nil,
 		Identities: []identityView{}, CreatedAt: stamp(p.CreatedAt), UpdatedAt: stamp(p.UpdatedAt)}
-	if v.EmailAddresses == nil {
-		v.EmailAddresses = []store.ContactPoint{}
+	// The login email is among the addresses, as in the profile.
+	for _, e := range pr.EmailAddresses {
+		v.EmailAddresses = append(v.EmailAddresses, store.ContactPoint{Value: e.Value, Primary: e.Primary, Verified: *e.Verified})
 	}
 	if v.PhoneNumbers == nil {
 		v.PhoneNumbers = []store.ContactPoint{}
@@ -426,7 +434,7 @@ func personOf(p Person) personView {
 		if attrs == nil {
 			attrs = map[string]string{}
 		}
-		v.Identities = append(v.Identities, identityView{IdPID: e.IdPID, ExternalID: e.ExternalID, UpstreamAttributes: attrs,
+		v.Identities = append(v.Identities, identityView{IdPID: e.IdPID, ExternalPersonID: e.ExternalID, ExternalID: e.ExternalID, UpstreamAttributes: attrs,
 			CreatedAt: stamp(e.CreatedAt)})
 	}
 	return v

@@ -3,13 +3,15 @@ package admin
 import (
 	"context"
 	"errors"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
-	"github.com/latchkey/latchkey/internal/lazyre"
+	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -48,9 +50,17 @@ func (s *Service) GetPerson(ctx context.Context, id string) (Person, error) {
 }
 
 // PersonPatch is a PATCH of a person: members sent change, members left
-// out stay (RFC 7396: a list or map sent replaces the stored one).
+// out stay. Profile is the import's Profile (personimport.Profile), whole:
+// it replaces the stored profile and is checked by the import's own code
+// (personimport.CheckProfile). The members one by one (email, first_name,
+// ...) are the older, deprecated way: they are applied to the person's
+// profile as read, which is then checked by the same code; a list or map
+// sent replaces the stored one (RFC 7396). Profile and those members are
+// not sent together.
 type PersonPatch struct {
-	Status           *string                `json:"status"`
+	Status  *string               `json:"status"`
+	Profile *personimport.Profile `json:"profile"`
+
 	Email            *string                `json:"email"`
 	FirstName        *string                `json:"first_name"`
 	LastName         *string                `json:"last_name"`
@@ -65,14 +75,12 @@ type PersonPatch struct {
 	CustomAttributes *map[string]string     `json:"custom_attributes"`
 }
 
-var (
-	phoneRE   = lazyre.New(`^\+?[0-9][0-9 ()./-]{2,30}$`)
-	localeRE  = lazyre.New(`^[a-z]{2,3}([_-][A-Z]{2})?$`)
-	countryRE = lazyre.New(`^[A-Za-z]{2}$`)
-	customRE  = lazyre.New(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
-)
-
-const maxText = 255
+// members reports whether any profile member is sent one by one.
+func (pp PersonPatch) members() bool {
+	return pp.Email != nil || pp.FirstName != nil || pp.LastName != nil || pp.DisplayName != nil || pp.Initials != nil ||
+		pp.Gender != nil || pp.DateOfBirth != nil || pp.PreferredLocale != nil || pp.EmailAddresses != nil ||
+		pp.PhoneNumbers != nil || pp.Addresses != nil || pp.CustomAttributes != nil
+}
 
 // apply checks the patch and applies it to p.
 func (pp PersonPatch) apply(p *store.Person, now time.Time) error {
@@ -83,126 +91,138 @@ func (pp PersonPatch) apply(p *store.Person, now time.Time) error {
 		}
 		p.Status = *pp.Status
 	}
-	if pp.Email != nil {
-		if !identity.NormalEmail(*pp.Email) {
-			return invalid("email", "email %q %s", clip(*pp.Email), identity.EmailProblemNFKC)
+	members := pp.members()
+	var pr personimport.Profile
+	switch {
+	case pp.Profile != nil && members:
+		return invalid("profile", "send the profile, or its members one by one, not both")
+	case pp.Profile != nil:
+		pr = *pp.Profile
+		// Required as in the import (CheckProfile), and the path's person.
+		if pr.ReferenceID != "" && !strings.EqualFold(pr.ReferenceID, p.ID) {
+			return invalid("profile.reference_id", "profile.reference_id %q is not the person's id %s", clip(pr.ReferenceID), p.ID)
 		}
-		if !identity.ValidEmail(*pp.Email) {
-			return invalid("email", "email %q is not an email address", clip(*pp.Email))
+		// The read shows a derived display name (first plus last name) for
+		// a person without one; sent back unchanged it stays derived, so a
+		// new first name does not leave the old one pinned in it.
+		if n := pr.Name; n != nil && p.Profile.DisplayName == "" && n.DisplayName == personimport.DerivedDisplayName(p.FirstName, p.LastName) {
+			copied := *n
+			copied.DisplayName = ""
+			pr.Name = &copied
 		}
-		p.Email = *pp.Email
+	case members:
+		pr = pp.onto(*p)
+	default:
+		return nil
 	}
-	for field, kv := range map[string]struct {
-		v   *string
-		dst *string
-	}{"first_name": {pp.FirstName, &p.FirstName}, "last_name": {pp.LastName, &p.LastName},
-		"display_name": {pp.DisplayName, &p.Profile.DisplayName}, "initials": {pp.Initials, &p.Profile.Initials}} {
-		if kv.v == nil {
-			continue
+	next, perr := personimport.CheckProfile(&pr, now)
+	if perr != nil {
+		field := perr.Field
+		if pp.Profile == nil {
+			field = pp.memberOf(field)
 		}
-		if len(*kv.v) > maxText || !utf8.ValidString(*kv.v) {
-			return invalid(field, "%s is longer than %d bytes", field, maxText)
-		}
-		*kv.dst = *kv.v
+		return invalid(field, "%s", perr.Msg)
 	}
-	if pp.Gender != nil {
-		if !identity.ValidGender(*pp.Gender) {
-			return invalid("gender", "gender %q is not M, F or U", clip(*pp.Gender))
-		}
-		p.Profile.Gender = *pp.Gender
-	}
-	if pp.DateOfBirth != nil {
-		if !identity.ValidDateOfBirth(*pp.DateOfBirth, now) {
-			return invalid("date_of_birth", "date_of_birth %q is not a past date YYYY-MM-DD", clip(*pp.DateOfBirth))
-		}
-		p.Profile.DateOfBirth = *pp.DateOfBirth
-	}
-	if pp.PreferredLocale != nil {
-		if v := *pp.PreferredLocale; v != "" && !localeRE.MatchString(v) {
-			return invalid("preferred_locale", "preferred_locale %q is not a locale code (e.g. en, nl_NL)", clip(v))
-		}
-		p.Profile.PreferredLocale = *pp.PreferredLocale
-	}
-	if pp.EmailAddresses != nil {
-		if err := checkContacts("email_addresses", *pp.EmailAddresses, identity.ValidEmail); err != nil {
-			return err
-		}
-		p.Profile.Emails = *pp.EmailAddresses
-	}
-	if pp.PhoneNumbers != nil {
-		if err := checkContacts("phone_numbers", *pp.PhoneNumbers, phoneRE.MatchString); err != nil {
-			return err
-		}
-		p.Profile.Phones = *pp.PhoneNumbers
-	}
-	if pp.Addresses != nil {
-		as := *pp.Addresses
-		if len(as) > maxListItems {
-			return invalid("addresses", "addresses: at most %d", maxListItems)
-		}
-		for i, a := range as {
-			if a.HouseNumber < 0 || a.HouseNumber > 999_999 {
-				return invalid("addresses", "addresses: house_number must be between 0 and 999999")
-			}
-			if a.CountryCode != "" && !countryRE.MatchString(a.CountryCode) {
-				return invalid("addresses", "addresses: country_code %q is not an ISO 3166-1 alpha-2 code", clip(a.CountryCode))
-			}
-			for _, v := range []string{a.HouseNumberAddition, a.StreetName, a.City, a.PostalCode, a.Region, a.CompanyName, a.Attention} {
-				if len(v) > maxText || !utf8.ValidString(v) {
-					return invalid("addresses", "addresses: every field is at most %d bytes", maxText)
-				}
-			}
-			as[i].CountryCode = strings.ToUpper(a.CountryCode)
-		}
-		p.Profile.Addresses = as
-	}
-	if pp.CustomAttributes != nil {
-		m := *pp.CustomAttributes
-		if len(m) > maxListItems {
-			return invalid("custom_attributes", "custom_attributes: at most %d", maxListItems)
-		}
-		for k, v := range m {
-			if !customRE.MatchString(k) || len(v) > maxItemLength || !utf8.ValidString(v) {
-				return invalid("custom_attributes", "custom_attributes: %q must be a name of letters, digits, _ . - with a value of at most %d bytes",
-					clip(k), maxItemLength)
-			}
-		}
-		if len(m) == 0 {
-			m = nil
-		}
-		p.Custom = m
-	}
+	p.Email, p.FirstName, p.LastName, p.Custom, p.Profile = next.Email, next.FirstName, next.LastName, next.Custom, next.Profile
 	return nil
 }
 
-func checkContacts(field string, cs []store.ContactPoint, valid func(string) bool) error {
-	if len(cs) > maxListItems {
-		return invalid(field, "%s: at most %d", field, maxListItems)
-	}
-	primaries := 0
-	for _, c := range cs {
-		if field == "email_addresses" && !identity.NormalEmail(c.Value) {
-			return invalid(field, "%s: %q %s", field, clip(c.Value), identity.EmailProblemNFKC)
-		}
-		if !valid(c.Value) {
-			return invalid(field, "%s: %q is not valid", field, clip(c.Value))
-		}
-		if c.Primary {
-			primaries++
+// onto applies the members sent one by one to the profile of p as read.
+func (pp PersonPatch) onto(p store.Person) personimport.Profile {
+	pr := personimport.ProfileOf(p)
+	n := personimport.Name{FirstName: p.FirstName, LastName: p.LastName, Initials: p.Profile.Initials, DisplayName: p.Profile.DisplayName}
+	for _, m := range []struct{ v, dst *string }{{pp.FirstName, &n.FirstName}, {pp.LastName, &n.LastName},
+		{pp.Initials, &n.Initials}, {pp.DisplayName, &n.DisplayName}, {pp.Gender, &pr.Gender},
+		{pp.DateOfBirth, &pr.DateOfBirth}, {pp.PreferredLocale, &pr.PreferredLocale}} {
+		if m.v != nil {
+			*m.dst = *m.v
 		}
 	}
-	if primaries > 1 {
-		return invalid(field, "%s: at most one can be primary", field)
+	pr.Name = &n
+	if pp.EmailAddresses != nil {
+		pr.EmailAddresses = contacts(*pp.EmailAddresses)
+		// A list without a primary address keeps the login email primary,
+		// as these members did before the profile: the list was apart.
+		if !slices.ContainsFunc(pr.EmailAddresses, func(c personimport.Contact) bool { return c.Primary }) && p.Email != "" {
+			i := slices.IndexFunc(pr.EmailAddresses, func(c personimport.Contact) bool { return strings.EqualFold(c.Value, p.Email) })
+			if i < 0 {
+				pr.EmailAddresses = append([]personimport.Contact{{Value: p.Email, Primary: true}}, pr.EmailAddresses...)
+			} else {
+				pr.EmailAddresses[i].Primary = true
+			}
+		}
 	}
-	return nil
+	if pp.Email != nil {
+		// The login email is the primary address: it takes the place of the
+		// old one, and of a secondary entry of the same address, whose
+		// verification it keeps.
+		verified := false
+		var kept []personimport.Contact
+		for _, c := range pr.EmailAddresses {
+			switch {
+			case strings.EqualFold(c.Value, *pp.Email):
+				verified = c.Verified != nil && *c.Verified
+			case !c.Primary:
+				kept = append(kept, c)
+			}
+		}
+		pr.EmailAddresses = append([]personimport.Contact{{Value: *pp.Email, Primary: true, Verified: &verified}}, kept...)
+	}
+	if pp.PhoneNumbers != nil {
+		pr.PhoneNumbers = contacts(*pp.PhoneNumbers)
+	}
+	if pp.Addresses != nil {
+		pr.Addresses = nil
+		for _, a := range *pp.Addresses {
+			out := personimport.Address{HouseNumberAddition: a.HouseNumberAddition, StreetName: a.StreetName, City: a.City,
+				PostalCode: a.PostalCode, Region: a.Region, CountryCode: a.CountryCode, CompanyName: a.CompanyName,
+				Attentation: a.Attention, Primary: a.Primary}
+			if a.HouseNumber != 0 {
+				h := a.HouseNumber
+				out.HouseNumber = &h
+			}
+			pr.Addresses = append(pr.Addresses, out)
+		}
+	}
+	if pp.CustomAttributes != nil {
+		pr.CustomAttributes = nil
+		for _, name := range slices.Sorted(maps.Keys(*pp.CustomAttributes)) {
+			pr.CustomAttributes = append(pr.CustomAttributes, personimport.Attribute{Name: name, Value: (*pp.CustomAttributes)[name]})
+		}
+	}
+	return pr
 }
+
+// memberOf names the member sent one by one that a profile field's problem
+// is about.
+func (pp PersonPatch) memberOf(field string) string {
+	field = strings.TrimPrefix(strings.TrimPrefix(field, "profile."), "name.")
+	if field == "email_addresses" && pp.EmailAddresses == nil && pp.Email != nil {
+		return "email"
+	}
+	return field
+}
+
+func contacts(cs []store.ContactPoint) []personimport.Contact {
+	out := make([]personimport.Contact, 0, len(cs))
+	for _, c := range cs {
+		verified := c.Verified
+		out = append(out, personimport.Contact{Value: c.Value, Primary: c.Primary, Verified: &verified})
+	}
+	return out
+}
+
+// errUnchanged ends the transaction of a patch that reads the same as the
+// person before it: writing back what was read is no change.
+var errUnchanged = errors.New("admin: unchanged")
 
 // PatchPerson changes a person's status and profile in one transaction.
 // A status that may not sign in (BLOCKED, INACTIVE, INVITED) revokes every
 // session, grant and token of the person in it (identity.EnforceStatus:
 // at once, on every instance). Events: person.PersonUpdatedEvent, and
 // PersonBlockedEvent or PersonUnblockedEvent when the status moved to or
-// from BLOCKED. ErrConflict for an email taken in the partition.
+// from BLOCKED. A patch after which the person reads the same (status and
+// personimport.ProfileOf) writes nothing and records no event. ErrConflict for an email taken in the partition.
 func (s *Service) PatchPerson(ctx context.Context, a Actor, id string, pp PersonPatch) (Person, store.PersonRevocation, error) {
 	var (
 		r          store.PersonRevocation
@@ -217,6 +237,9 @@ func (s *Service) PatchPerson(ctx context.Context, a Actor, id string, pp Person
 			if err := pp.apply(&p, now); err != nil {
 				patchError = err
 				return p, err
+			}
+			if p.Status == before.Status && reflect.DeepEqual(personimport.ProfileOf(p), personimport.ProfileOf(before)) {
+				return p, errUnchanged
 			}
 			after = p
 			return p, nil
@@ -243,6 +266,8 @@ func (s *Service) PatchPerson(ctx context.Context, a Actor, id string, pp Person
 		return nil
 	})
 	switch {
+	case errors.Is(err, errUnchanged):
+		// Nothing to write: no event, updated_at stays.
 	case patchError != nil && errors.Is(err, patchError):
 		return Person{}, r, patchError
 	case errors.Is(err, store.ErrConflict):

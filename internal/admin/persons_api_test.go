@@ -127,7 +127,7 @@ func TestPersonsAPI(t *testing.T) {
 				{`{"email_addresses":[{"value":"nope"}]}`, "email_addresses"},
 				{`{"phone_numbers":[{"value":"call me"}]}`, "phone_numbers"},
 				{`{"addresses":[{"country_code":"NLD"}]}`, "addresses"},
-				{`{"custom_attributes":{"bad key":"v"}}`, "custom_attributes"},
+				{`{"custom_attributes":{"":"v"}}`, "custom_attributes"},
 				{`{"nickname":"Zeb"}`, "nickname"},
 			} {
 				r := call(t, s, "PATCH", path, tc.body, ops)

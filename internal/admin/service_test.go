@@ -186,9 +186,10 @@ func TestRegistrationRules(t *testing.T) {
 // look like another person's address: PATCH refuses it (400 at its
 // member), as email and in email_addresses, and changes nothing.
 func TestPatchRefusesLookAlikeAddresses(t *testing.T) {
+	const p1 = "0b7e2a4c-1d6f-4e8a-9c3b-5a2d7f1e6b90"
 	s := newService(t)
 	ctx := context.Background()
-	if err := s.Store.CreatePerson(ctx, store.Person{ID: "p1", Email: "case@example.com", Status: "ACTIVATED"}); err != nil {
+	if err := s.Store.CreatePerson(ctx, store.Person{ID: p1, Email: "case@example.com", Status: "ACTIVATED"}); err != nil {
 		t.Fatal(err)
 	}
 	look := "\uff43ase@example.com" // NFKC: case@example.com
@@ -199,13 +200,13 @@ func TestPatchRefusesLookAlikeAddresses(t *testing.T) {
 		{"email", admin.PersonPatch{Email: &look}},
 		{"email_addresses", admin.PersonPatch{EmailAddresses: &[]store.ContactPoint{{Value: look, Primary: true}}}},
 	} {
-		_, _, err := s.PatchPerson(ctx, op, "p1", tc.patch)
+		_, _, err := s.PatchPerson(ctx, op, p1, tc.patch)
 		var ie *admin.InvalidError
 		if !errors.As(err, &ie) || ie.Field != tc.field || !strings.Contains(ie.Msg, "compatibility characters") {
 			t.Errorf("%s %q: %v, want a clear 400 at %s", tc.field, look, err, tc.field)
 		}
 	}
-	if p, _ := s.Store.GetPerson(ctx, "p1"); p.Email != "case@example.com" || len(p.Profile.Emails) != 0 {
+	if p, _ := s.Store.GetPerson(ctx, p1); p.Email != "case@example.com" || len(p.Profile.Emails) != 0 {
 		t.Errorf("the person changed: %+v", p)
 	}
 }

@@ -30,9 +30,9 @@ type Profile struct {
 	Gender           string      `json:"gender,omitempty"`
 	Name             *Name       `json:"name,omitempty"`
 	DateOfBirth      string      `json:"date_of_birth,omitempty"`
-	PhoneNumbers     []Contact   `json:"phone_numbers,omitempty"`
-	Addresses        []Address   `json:"addresses,omitempty"`
-	CustomAttributes []Attribute `json:"custom_attributes,omitempty"`
+	PhoneNumbers     []Contact   `json:"phone_numbers"`
+	Addresses        []Address   `json:"addresses"`
+	CustomAttributes []Attribute `json:"custom_attributes"`
 	PreferredLocale  string      `json:"preferred_locale,omitempty"`
 }
 

@@ -56,12 +56,10 @@ func validate(p Person, prf string, idps map[string]string, now time.Time) (cand
 	if p.Profile == nil || p.Profile.ReferenceID == "" {
 		return c, fail(CodePersonIDRequired, "", "profile.reference_id is required")
 	}
-	pr := p.Profile
-	id, err := uuid.Parse(pr.ReferenceID)
-	if err != nil || len(pr.ReferenceID) != 36 {
-		return c, fail(CodePersonIDRequired, clip(pr.ReferenceID), "profile.reference_id must be a UUID")
+	if _, err := uuid.Parse(p.Profile.ReferenceID); err != nil || len(p.Profile.ReferenceID) != 36 {
+		return c, fail(CodePersonIDRequired, clip(p.Profile.ReferenceID), "profile.reference_id must be a UUID")
 	}
-	ref := id.String() // canonical lower case: one person, one key
+	ref := uuid.MustParse(p.Profile.ReferenceID).String()
 	c.ref = ref
 
 	switch p.Status {
@@ -72,58 +70,12 @@ func validate(p Person, prf string, idps map[string]string, now time.Time) (cand
 		return c, fail(CodeUnknown, ref, "status %q is not one of CREATED, INVITED, ACTIVATED, BLOCKED", clip(p.Status))
 	}
 
-	if len(pr.EmailAddresses) > maxItems {
-		return c, fail(CodeInvalidEmail, ref, "at most %d email addresses", maxItems)
+	person, perr := CheckProfile(p.Profile, now)
+	if perr != nil {
+		return c, fail(perr.Code, ref, "%s", perr.Msg)
 	}
-	primary := ""
-	primaries := 0
-	for _, e := range pr.EmailAddresses {
-		if !identity.NormalEmail(e.Value) {
-			return c, fail(CodeInvalidEmail, ref, "email address %q %s", clip(e.Value), identity.EmailProblemNFKC)
-		}
-		if !identity.ValidEmail(e.Value) {
-			return c, fail(CodeInvalidEmail, ref, "email address %q is not valid", clip(e.Value))
-		}
-		if e.Primary {
-			primaries++
-			primary = e.Value
-		}
-	}
-	switch {
-	case len(pr.EmailAddresses) == 0 || primaries == 0:
-		return c, fail(CodeNoPrimaryEmail, ref, "a primary email address is required")
-	case primaries > 1:
-		return c, fail(CodeNoPrimaryEmail, ref, "exactly one email address must be primary, not %d", primaries)
-	}
-
-	profile := store.PersonProfile{Gender: pr.Gender, DateOfBirth: pr.DateOfBirth, PreferredLocale: pr.PreferredLocale}
-	if msg := checkProfile(pr, &profile, now); msg != "" {
-		return c, fail(CodeUnknown, ref, "%s", msg)
-	}
-	custom := map[string]string{}
-	if len(pr.CustomAttributes) > maxAttributes {
-		return c, fail(CodeUnknown, ref, "at most %d custom attributes", maxAttributes)
-	}
-	for _, a := range pr.CustomAttributes {
-		switch {
-		case a.Name == "" || len(a.Name) > 128 || !utf8.ValidString(a.Name):
-			return c, fail(CodeUnknown, ref, "a custom attribute needs a name of 1 to 128 characters")
-		case len(a.Value) > maxValue || !utf8.ValidString(a.Value):
-			return c, fail(CodeUnknown, ref, "custom attribute %q is longer than %d bytes", a.Name, maxValue)
-		}
-		if _, dup := custom[a.Name]; dup {
-			return c, fail(CodeUnknown, ref, "custom attribute %q appears twice", a.Name)
-		}
-		custom[a.Name] = a.Value
-	}
-	if len(custom) == 0 {
-		custom = nil
-	}
-
-	c.person = store.Person{ID: ref, Email: primary, Status: p.Status, Custom: custom, Profile: profile}
-	if n := pr.Name; n != nil {
-		c.person.FirstName, c.person.LastName = n.FirstName, n.LastName
-	}
+	person.Status = p.Status
+	c.person = person
 
 	if h := p.HashedPassword; h != nil {
 		if p.Status == identity.StatusInvited {
@@ -161,71 +113,6 @@ func validate(p Person, prf string, idps map[string]string, now time.Time) (cand
 		c.links = append(c.links, store.ExternalIdentity{IdPID: strings.ToLower(i.IdPID), ExternalID: i.ExternalPersonID, PersonID: ref})
 	}
 	return c, nil
-}
-
-// checkProfile checks the rest of the profile and fills out; it returns a
-// message for the first problem.
-func checkProfile(pr *Profile, out *store.PersonProfile, now time.Time) string {
-	if !identity.ValidGender(pr.Gender) {
-		return fmt.Sprintf("gender %q is not M, F or U", clip(pr.Gender))
-	}
-	if !identity.ValidDateOfBirth(pr.DateOfBirth, now) {
-		return fmt.Sprintf("date_of_birth %q is not a past date YYYY-MM-DD", clip(pr.DateOfBirth))
-	}
-	if pr.PreferredLocale != "" && !localeRE.MatchString(pr.PreferredLocale) {
-		return fmt.Sprintf("preferred_locale %q is not a locale code", clip(pr.PreferredLocale))
-	}
-	if n := pr.Name; n != nil {
-		for field, v := range map[string]string{"first_name": n.FirstName, "last_name": n.LastName, "initials": n.Initials, "display_name": n.DisplayName} {
-			if len(v) > maxText || !utf8.ValidString(v) {
-				return fmt.Sprintf("name.%s is longer than %d bytes", field, maxText)
-			}
-		}
-		out.Initials, out.DisplayName = n.Initials, n.DisplayName
-	}
-	for _, e := range pr.EmailAddresses {
-		out.Emails = append(out.Emails, store.ContactPoint{Value: e.Value, Primary: e.Primary, Verified: e.Verified != nil && *e.Verified})
-	}
-	if len(pr.PhoneNumbers) > maxItems {
-		return fmt.Sprintf("at most %d phone numbers", maxItems)
-	}
-	primaries := 0
-	for _, ph := range pr.PhoneNumbers {
-		if !phoneRE.MatchString(ph.Value) {
-			return fmt.Sprintf("phone number %q is not valid", clip(ph.Value))
-		}
-		if ph.Primary {
-			primaries++
-		}
-		out.Phones = append(out.Phones, store.ContactPoint{Value: ph.Value, Primary: ph.Primary, Verified: ph.Verified != nil && *ph.Verified})
-	}
-	if primaries > 1 {
-		return "at most one phone number can be primary"
-	}
-	if len(pr.Addresses) > maxItems {
-		return fmt.Sprintf("at most %d addresses", maxItems)
-	}
-	for _, a := range pr.Addresses {
-		if a.HouseNumber != nil && (*a.HouseNumber < 0 || *a.HouseNumber > 999_999) {
-			return "an address's house_number must be between 0 and 999999"
-		}
-		if a.CountryCode != "" && !countryRE.MatchString(a.CountryCode) {
-			return fmt.Sprintf("country_code %q is not an ISO 3166-1 alpha-2 code", clip(a.CountryCode))
-		}
-		for _, v := range []string{a.HouseNumberAddition, a.StreetName, a.City, a.PostalCode, a.Region, a.CompanyName, a.Attentation} {
-			if len(v) > maxText || !utf8.ValidString(v) {
-				return fmt.Sprintf("address fields are at most %d bytes", maxText)
-			}
-		}
-		sa := store.PostalAddress{HouseNumberAddition: a.HouseNumberAddition, StreetName: a.StreetName, City: a.City,
-			PostalCode: a.PostalCode, Region: a.Region, CountryCode: strings.ToUpper(a.CountryCode), CompanyName: a.CompanyName,
-			Attention: a.Attentation, Primary: a.Primary}
-		if a.HouseNumber != nil {
-			sa.HouseNumber = *a.HouseNumber
-		}
-		out.Addresses = append(out.Addresses, sa)
-	}
-	return ""
 }
 
 // clip keeps values echoed in messages short.
