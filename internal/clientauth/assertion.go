@@ -37,6 +37,11 @@ const errKeysDescription = "The client assertion does not verify with the client
 // its own: no exceptions, the jwks size bound.
 var defaultOutbound = outbound.MustNew(outbound.Options{MaxBytes: maxJWKSBytes})
 
+// operatorOutbound fetches the jwks_uri of the config file's clients: any
+// address, http too (the operator's choice), still without redirects and
+// with the bounds.
+var operatorOutbound = outbound.MustNew(outbound.Options{Operator: true, MaxBytes: maxJWKSBytes})
+
 type cachedJWKS struct {
 	set     jose.JSONWebKeySet
 	fetched time.Time
@@ -151,13 +156,20 @@ func (a *Authenticator) keys(ctx context.Context, c store.Client) (jose.JSONWebK
 	if c.JWKSURI == "" {
 		return set, errors.New("client has no keys")
 	}
+	operator := a.Operator != nil && a.Operator(c.ID)
+	// Keyed by who set the URI too: a registrant naming the operator's
+	// internal jwks_uri must not be served its cached answer.
+	cacheKey := c.JWKSURI
+	if operator {
+		cacheKey = "operator " + cacheKey
+	}
 	a.jwksMu.Lock()
-	cached, ok := a.jwksCache[c.JWKSURI]
+	cached, ok := a.jwksCache[cacheKey]
 	a.jwksMu.Unlock()
 	if ok && a.now().Sub(cached.fetched) < jwksCacheFor {
 		return cached.set, nil
 	}
-	set, err := a.fetchJWKS(ctx, c.JWKSURI)
+	set, err := a.fetchJWKS(ctx, c.JWKSURI, operator)
 	if err != nil {
 		return set, err
 	}
@@ -165,18 +177,22 @@ func (a *Authenticator) keys(ctx context.Context, c store.Client) (jose.JSONWebK
 	if a.jwksCache == nil {
 		a.jwksCache = map[string]cachedJWKS{}
 	}
-	a.jwksCache[c.JWKSURI] = cachedJWKS{set: set, fetched: a.now()}
+	a.jwksCache[cacheKey] = cachedJWKS{set: set, fetched: a.now()}
 	a.jwksMu.Unlock()
 	return set, nil
 }
 
-// fetchJWKS fetches a registered jwks_uri through the outbound guard
-// (https only, no internal address, no redirect, bounded): the URI is the
-// registrant's, not the operator's. The cause of a failure is for the log.
-func (a *Authenticator) fetchJWKS(ctx context.Context, uri string) (jose.JSONWebKeySet, error) {
+// fetchJWKS fetches a client's jwks_uri: a registered one through the
+// outbound guard (https only, no internal address, no redirect, bounded),
+// a config file client's (operator) anywhere, still bounded and without
+// redirects. The cause of a failure is for the log.
+func (a *Authenticator) fetchJWKS(ctx context.Context, uri string, operator bool) (jose.JSONWebKeySet, error) {
 	var set jose.JSONWebKeySet
 	ob := a.Outbound
-	if ob == nil {
+	switch {
+	case operator:
+		ob = operatorOutbound
+	case ob == nil:
 		ob = defaultOutbound
 	}
 	b, err := ob.Get(ctx, uri, "application/json")

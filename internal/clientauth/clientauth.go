@@ -55,6 +55,10 @@ type Authenticator struct {
 	// Outbound fetches jwks_uri (the registrant's URL: guarded); nil, a
 	// guard without exceptions.
 	Outbound *outbound.Client
+	// Operator reports whether a client is the config file's: its
+	// jwks_uri is the operator's, fetched without the guard (still
+	// bounded, no redirects). nil: every client is guarded.
+	Operator func(clientID string) bool
 
 	// MaxAssertionLifetime bounds exp - now of an assertion (default 5 min):
 	// a short life keeps the set of remembered jti values small.

@@ -332,14 +332,14 @@ func TestOneErrorWhateverTheTargetAnswered(t *testing.T) {
 		u string
 	}{
 		{guarded, "https://127.0.0.1:" + port(t, srv) + "/status"}, // refused literal, open port
-		{guarded, open + "/status"},                                 // refused after DNS, open port
-		{guarded, closed + "/"},                                     // refused after DNS, closed port
-		{guarded, "http://example.com/"},                            // refused scheme
-		{c, closed + "/"},                                           // closed port
-		{c, open + "/status"},                                       // bad status
-		{c, open + "/large"},                                        // too large
-		{c, open + "/redirect"},                                     // redirect
-		{c, open + "/slow"},                                         // timeout
+		{guarded, open + "/status"},                                // refused after DNS, open port
+		{guarded, closed + "/"},                                    // refused after DNS, closed port
+		{guarded, "http://example.com/"},                           // refused scheme
+		{c, closed + "/"},                                          // closed port
+		{c, open + "/status"},                                      // bad status
+		{c, open + "/large"},                                       // too large
+		{c, open + "/redirect"},                                    // redirect
+		{c, open + "/slow"},                                        // timeout
 	} {
 		_, err := tc.c.Get(context.Background(), tc.u, "")
 		if !errors.Is(err, ErrUnreachable) {
@@ -351,5 +351,28 @@ func TestOneErrorWhateverTheTargetAnswered(t *testing.T) {
 		if s != ErrUnreachable.Error() {
 			t.Errorf("error text %q, want %q", s, ErrUnreachable.Error())
 		}
+	}
+}
+
+// The operator's client (config file URLs) reaches any address, over
+// http too; it still follows no redirect.
+func TestOperatorClientIsNotGuarded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "/", http.StatusFound)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	c := MustNew(Options{Operator: true})
+	if err := c.CheckURL("http://localhost/"); err != nil {
+		t.Fatalf("CheckURL(localhost) = %v", err)
+	}
+	if b, err := c.Get(context.Background(), srv.URL, ""); err != nil || string(b) != "ok" {
+		t.Fatalf("Get = %q, %v", b, err)
+	}
+	if _, err := c.Get(context.Background(), srv.URL+"/redirect", ""); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Get(redirect) = %v, want ErrUnreachable", err)
 	}
 }

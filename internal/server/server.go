@@ -194,7 +194,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	s.clients = &clientauth.Authenticator{
 		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now, Throttle: st,
-		Outbound: s.outbound,
+		Outbound: s.outbound, Operator: layered.IsStatic,
 	}
 	if s.apiUsers, err = apiUsers(cfg.APIUsers); err != nil {
 		return nil, err
@@ -278,7 +278,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	s.admin = &admin.Handler{
 		Service: &admin.Service{Store: layered, Secrets: h, Events: rec, Now: now, AccountRemoved: s.journeys.AccountRemoved,
 			Registration: admin.Registration{Enabled: cfg.DynamicRegistration.Enabled,
-				InitialAccessToken: cfg.DynamicRegistration.InitialAccessToken}},
+				InitialAccessToken: cfg.DynamicRegistration.InitialAccessToken}, Outbound: s.outbound},
 		Users: s.apiUsers, Auth: s.clients, Tokens: st, Issuer: cfg.Issuer,
 		PersonsEnabled: func(ctx context.Context) (bool, error) {
 			snap, err := cim.Snapshot(ctx)

@@ -180,3 +180,23 @@ func port(t *testing.T, raw string) string {
 	}
 	return u.Port()
 }
+
+// A config file client's jwks_uri is the operator's: fetched on any
+// address, over http too, without outbound.allow. A registrant's client
+// naming the same URI is still refused (and not served the operator's
+// cached key set).
+func TestConfigFileJWKSURIKeepsFreedom(t *testing.T) {
+	target := newJWKSTarget(t)
+	s := servertest.Start(t, &config.Config{Clients: []config.Client{{ClientID: "file", TokenEndpointAuthMethod: client.AuthPrivateKeyJWT,
+		JWKSURI: target.URL + "/jwks", GrantTypes: []string{client.GrantClientCredentials}}}}, servertest.Options{})
+	if status, b := tokenWithAssertion(t, s, "file", target.key); status != http.StatusOK {
+		t.Fatalf("config file client: status %d: %s", status, b)
+	}
+	keyClient(t, s, "stored", target.URL+"/jwks")
+	if status, b := tokenWithAssertion(t, s, "stored", target.key); status != http.StatusUnauthorized {
+		t.Fatalf("stored client with the same jwks_uri: status %d, want 401: %s", status, b)
+	}
+	if n := target.hits.Load(); n != 1 {
+		t.Fatalf("hits = %d, want 1 (the config file client's fetch only)", n)
+	}
+}
