@@ -246,6 +246,7 @@ func (c *Client) CheckURL(raw string) error {
 // inet_aton accepts and a resolver may hand back as such ("127.1",
 // "2130706433", "0x7f.1"), so that a literal cannot slip past as a name.
 func literalAddr(host string) (netip.Addr, bool) {
+	host = strings.TrimSuffix(host, ".") // "127.0.0.1." is the same address
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return a, true
 	}

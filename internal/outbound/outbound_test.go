@@ -87,6 +87,9 @@ func TestCheckURL(t *testing.T) {
 		{"hex loopback", "https://0x7f.0.0.1/", false},
 		{"octal loopback", "https://0177.0.0.1/", false},
 		{"localhost", "https://localhost/", false},
+		{"loopback with a trailing dot", "https://127.0.0.1./", false},
+		{"link-local with a zone", "https://[fe80::1%25eth0]/", false},
+		{"IPv6 unspecified", "https://[::]/", false},
 		{"a .localhost name", "https://api.localhost./", false},
 		{"user info refused", "https://user:pw@keys.example.com/", false},
 		{"no host", "https:///jwks", false},
@@ -375,4 +378,26 @@ func TestOperatorClientIsNotGuarded(t *testing.T) {
 	if _, err := c.Get(context.Background(), srv.URL+"/redirect", ""); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("Get(redirect) = %v, want ErrUnreachable", err)
 	}
+}
+
+// FuzzCheckURL: a URL CheckURL accepts (without exceptions) is https and
+// its host, when it reads as an address in any spelling, is not refused.
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"https://keys.example.com/jwks", "https://127.0.0.1/", "https://[::ffff:127.0.0.1]/",
+		"https://2130706433/", "https://0x7f.1/", "http://a/", "https://169.254.169.254./", "https://[fe80::1%25eth0]/"} {
+		f.Add(s)
+	}
+	c := MustNew(Options{})
+	f.Fuzz(func(t *testing.T, raw string) {
+		if c.CheckURL(raw) != nil {
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil || !strings.EqualFold(u.Scheme, "https") {
+			t.Fatalf("accepted %q: not https", raw)
+		}
+		if a, ok := literalAddr(u.Hostname()); ok && Refused(a) {
+			t.Fatalf("accepted %q: %s is refused", raw, a)
+		}
+	})
 }
