@@ -16,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/store/backend"
 	"github.com/latchkey/latchkey/internal/token"
@@ -260,6 +261,13 @@ func clientWrite(ctx context.Context, path string, stdout io.Writer, fn func(*ad
 		return err
 	}
 	rec := events.NewRecorder()
-	svc := &admin.Service{Store: client.NewStatic(st, statics), Secrets: h, Events: rec, Now: time.Now}
+	// The server fetches a stored client's jwks_uri through the outbound
+	// guard: the CLI refuses what the admin API does, with the same
+	// outbound.allow, rather than store a client that cannot authenticate.
+	ob, err := outbound.New(outbound.Options{Allow: cfg.Outbound.Allow})
+	if err != nil {
+		return err
+	}
+	svc := &admin.Service{Store: client.NewStatic(st, statics), Secrets: h, Events: rec, Now: time.Now, Outbound: ob}
 	return fn(svc, admin.Actor{Name: cliAgent()})
 }

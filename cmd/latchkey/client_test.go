@@ -187,3 +187,32 @@ func TestClientCommandsBesideRunningServers(t *testing.T) {
 		t.Errorf("the deleted client: %v", err)
 	}
 }
+
+// The CLI refuses an internal jwks_uri as the admin API does (the server
+// would never fetch it), and lets outbound.allow's hosts through.
+func TestClientCreateRefusesInternalJWKSURI(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "latchkey.db")
+	cfg := cliConfig(t, "sqlite:"+db)
+	body := func(id, uri string) string {
+		p := filepath.Join(t.TempDir(), id+".json")
+		if err := os.WriteFile(p, []byte(`{"client_id":"`+id+`","token_endpoint_auth_method":"private_key_jwt",`+
+			`"grant_types":["client_credentials"],"jwks_uri":"`+uri+`"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	code, _, errs := runCLI("client", "create", "--config", cfg, "--file", body("meta", "http://169.254.169.254/keys"))
+	if code != 1 || !strings.Contains(errs, "jwks_uri:") {
+		t.Fatalf("create with the metadata address: exit %d, stderr %q", code, errs)
+	}
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "outbound:\n  allow: [keys.internal]\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI("client", "create", "--config", cfg, "--file", body("inner", "http://keys.internal/jwks")); code != 0 {
+		t.Fatalf("create with an allowed host: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

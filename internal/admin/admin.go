@@ -15,6 +15,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -37,6 +38,9 @@ type Service struct {
 	// Registration configures dynamic client registration; the zero
 	// value has it off.
 	Registration Registration
+	// Outbound holds the rule of URLs latchkey fetches (jwks_uri): https,
+	// no internal address, but outbound.allow. nil: no exceptions.
+	Outbound *outbound.Client
 }
 
 // Errors of the rules; the handlers map them to statuses.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
 )
@@ -85,8 +86,10 @@ const (
 
 // registration turns in into the client of id, with the config file's
 // defaults, and checks what client.Registration.Validate does not: list
-// sizes, lifetimes. The secret is left to the caller.
-func registration(in ClientInput, id string) (client.Registration, error) {
+// sizes, lifetimes, and the URLs latchkey fetches (jwks_uri), which are
+// the caller's and so go through the outbound guard's rule. The secret is
+// left to the caller.
+func (s *Service) registration(in ClientInput, id string) (client.Registration, error) {
 	var r client.Registration
 	for field, list := range map[string][]string{"redirect_uris": in.RedirectURIs, "grant_types": in.GrantTypes,
 		"scopes": in.Scopes, "device_approval_clients": in.DeviceApprovalClients,
@@ -108,6 +111,9 @@ func registration(in ClientInput, id string) (client.Registration, error) {
 		if len(v) > maxItemLength {
 			return r, invalid(field, "%s is longer than %d bytes", field, maxItemLength)
 		}
+	}
+	if err := s.checkFetchedURL("jwks_uri", in.JWKSURI); err != nil {
+		return r, err
 	}
 	access, err := lifetime("access_token_lifetime", in.AccessTokenLifetime, defaultAccessLifetime)
 	if err != nil {
@@ -190,7 +196,7 @@ func (s *Service) CreateClient(ctx context.Context, a Actor, in ClientInput) (c 
 	if id == "" {
 		id = uuid.NewString()
 	}
-	r, err := registration(in, id)
+	r, err := s.registration(in, id)
 	if err != nil {
 		return c, "", err
 	}
@@ -286,7 +292,7 @@ func (s *Service) ReplaceClient(ctx context.Context, a Actor, id string, revisio
 	if in.ClientSecret != "" {
 		return c, "", invalid("client_secret", "client_secret cannot be set by PUT: rotate it with POST /api/v1/clients/{client_id}/secret")
 	}
-	r, err := registration(in, id)
+	r, err := s.registration(in, id)
 	if err != nil {
 		return c, "", err
 	}
@@ -375,4 +381,25 @@ func formatDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
+}
+
+// defaultOutbound is the guard's rule without exceptions (a Service
+// without Outbound).
+var defaultOutbound = outbound.MustNew(outbound.Options{})
+
+// checkFetchedURL refuses a URL latchkey would fetch that is not https or
+// names an internal address (outbound.Client.CheckURL), with one text
+// whatever was wrong; outbound.allow's hosts and ranges pass.
+func (s *Service) checkFetchedURL(field, u string) error {
+	if u == "" {
+		return nil
+	}
+	ob := s.Outbound
+	if ob == nil {
+		ob = defaultOutbound
+	}
+	if err := ob.CheckURL(u); err != nil {
+		return invalid(field, "%s: %v", field, err)
+	}
+	return nil
 }

@@ -45,6 +45,23 @@ const (
 	RegistrationWindow    = time.Hour
 )
 
+// Throttle of RFC 7592 updates: each re-aims the URLs latchkey fetches
+// (jwks_uri), so a registrant cannot turn the server into a scanner by
+// updating in a loop. Every attempt from an address counts; an
+// authenticated attempt also counts against its client (docs/THROTTLES.md).
+const (
+	MaxUpdatesPerIP     = 30
+	MaxUpdatesPerClient = 10
+	UpdateWindow        = time.Hour
+)
+
+// Keys of the throttles' counters.
+const (
+	keyRegisterIP   = "register:ip:"
+	keyUpdateIP     = "register:update-ip:"
+	keyUpdateClient = "register:update-client:"
+)
+
 // Errors of registration (RFC 7591 section 3.2.2, RFC 7592 section 3).
 var (
 	// ErrRegistrationOff: dynamic registration is not enabled (404).
@@ -173,7 +190,7 @@ func (s *Service) registrationOf(ctx context.Context, m Metadata, id string) (cl
 	}
 	in := ClientInput{Name: m.ClientName, TokenEndpointAuthMethod: method, JWKS: m.JWKS, JWKSURI: m.JWKSURI,
 		RedirectURIs: m.RedirectURIs, GrantTypes: grants, Scopes: scopes, PostLogoutRedirectURIs: m.PostLogoutRedirectURIs}
-	r, err := registration(in, id)
+	r, err := s.registration(in, id)
 	return r, metadataError(err)
 }
 
@@ -215,7 +232,7 @@ func (s *Service) Register(ctx context.Context, f request.Facts, bearer string, 
 		s.observe(ctx, f, events.DynamicRegDisabled, "")
 		return Registered{}, ErrRegistrationOff
 	}
-	if err := throttle.Reserve(ctx, s.Store, s.now(), throttle.Limit{Key: "register:ip:" + f.AddrKey(),
+	if err := throttle.Reserve(ctx, s.Store, s.now(), throttle.Limit{Key: keyRegisterIP + f.AddrKey(),
 		Max: MaxRegistrationsPerIP, Window: RegistrationWindow}); err != nil {
 		return Registered{}, err
 	}
@@ -320,8 +337,29 @@ func (s *Service) ReadRegistration(ctx context.Context, id, tok string) (Registe
 
 // UpdateRegistration is RFC 7592's update: m replaces every member (left
 // out: the default); the secret and the registration access token stay.
-func (s *Service) UpdateRegistration(ctx context.Context, f request.Facts, id, tok string, m Metadata) (Registered, error) {
+// Throttled per address (every attempt) and per client (every attempt
+// with the client's token): MaxUpdatesPerIP, MaxUpdatesPerClient. body
+// reads the metadata, once the caller is authenticated and counted: an
+// unauthenticated caller gets ErrBadToken (401), not a body error.
+func (s *Service) UpdateRegistration(ctx context.Context, f request.Facts, id, tok string, body func() (Metadata, error)) (Registered, error) {
+	if !s.Registration.Enabled {
+		return Registered{}, ErrRegistrationOff
+	}
+	if err := throttle.Reserve(ctx, s.Store, s.now(), throttle.Limit{Key: keyUpdateIP + f.AddrKey(),
+		Max: MaxUpdatesPerIP, Window: UpdateWindow}); err != nil {
+		return Registered{}, err
+	}
 	c, err := s.registeredClient(ctx, id, tok)
+	if err != nil {
+		return Registered{}, err
+	}
+	// Counted after the token is checked: a caller without it cannot
+	// use up the client's own updates.
+	if err := throttle.Reserve(ctx, s.Store, s.now(), throttle.Limit{Key: keyUpdateClient + id,
+		Max: MaxUpdatesPerClient, Window: UpdateWindow}); err != nil {
+		return Registered{}, err
+	}
+	m, err := body()
 	if err != nil {
 		return Registered{}, err
 	}

@@ -34,7 +34,11 @@ func registerAnswer(err error) error {
 			Description: "The access token is missing, wrong, or not of this client.",
 			Header:      map[string]string{"WWW-Authenticate": `Bearer realm="latchkey", error="invalid_token"`}}
 	case errors.As(err, &refused):
-		e := httpx.TooManyRequests("too_many_attempts", "Too many registrations from this address. Retry later.", refused.RetryAfter)
+		msg := "Too many registrations from this address. Retry later."
+		if !strings.HasPrefix(refused.Key, keyRegisterIP) {
+			msg = "Too many updates of this registration or from this address. Retry later."
+		}
+		e := httpx.TooManyRequests("too_many_attempts", msg, refused.RetryAfter)
 		e.Cause = err
 		return e
 	}
@@ -121,15 +125,17 @@ func (h *Handler) ReadRegistration(w http.ResponseWriter, r *http.Request) error
 // UpdateRegistration is PUT /oauth/register/{client_id} (RFC 7592 section 2.2).
 func (h *Handler) UpdateRegistration(w http.ResponseWriter, r *http.Request) error {
 	id, tok := r.PathValue("client_id"), bearer(r)
-	if _, err := h.Service.registeredClient(r.Context(), id, tok); err != nil {
-		return registerAnswer(err) // before the body: an unauthenticated caller gets 401, not 400
+	var decodeErr error
+	body := func() (Metadata, error) {
+		m, err := decodeMetadata(w, r)
+		decodeErr = err
+		return m, err
 	}
-	m, err := decodeMetadata(w, r)
-	if err != nil {
-		return err
-	}
-	reg, err := h.Service.UpdateRegistration(r.Context(), request.Of(r), id, tok, m)
-	if err != nil {
+	reg, err := h.Service.UpdateRegistration(r.Context(), request.Of(r), id, tok, body)
+	switch {
+	case decodeErr != nil:
+		return decodeErr // already an answer (httpx.Error)
+	case err != nil:
 		return registerAnswer(err)
 	}
 	h.writeRegistered(w, http.StatusOK, reg)

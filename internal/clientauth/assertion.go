@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -29,6 +28,19 @@ const (
 	jwksCacheFor      = 5 * time.Minute
 	maxJWKSBytes      = 64 << 10
 )
+
+// errKeysDescription is the one answer of an assertion that the client's
+// keys do not verify, whatever the reason.
+const errKeysDescription = "The client assertion does not verify with the client's keys."
+
+// defaultOutbound fetches jwks_uri when the Authenticator has no guard of
+// its own: no exceptions, the jwks size bound.
+var defaultOutbound = outbound.MustNew(outbound.Options{MaxBytes: maxJWKSBytes})
+
+// operatorOutbound fetches the jwks_uri of the config file's clients: any
+// address, http too (the operator's choice), still without redirects and
+// with the bounds.
+var operatorOutbound = outbound.MustNew(outbound.Options{Operator: true, MaxBytes: maxJWKSBytes})
 
 type cachedJWKS struct {
 	set     jose.JSONWebKeySet
@@ -62,13 +74,16 @@ func (a *Authenticator) checkAssertion(ctx context.Context, assertion, formID, e
 	if Method(c.TokenEndpointAuthMethod) != MethodPrivateKey {
 		return store.Client{}, fail(errAuthFailed, fmt.Errorf("client registered for %s sent an assertion", c.TokenEndpointAuthMethod))
 	}
+	// One description whether the keys could not be had or did not
+	// verify: the answer must not tell what a registered jwks_uri
+	// answered (an open port, a closed one, a page that is not a key set).
 	keys, err := a.keys(ctx, c)
 	if err != nil {
-		return store.Client{}, fail("The client's keys cannot be loaded.", err)
+		return store.Client{}, fail(errKeysDescription, err)
 	}
 	var claims jwt.Claims
 	if err := verifyWithKeys(tok, keys, &claims); err != nil {
-		return store.Client{}, fail("The client assertion's signature does not verify.", err)
+		return store.Client{}, fail(errKeysDescription, err)
 	}
 	now := a.now()
 	maxLife := a.MaxAssertionLifetime
@@ -141,13 +156,20 @@ func (a *Authenticator) keys(ctx context.Context, c store.Client) (jose.JSONWebK
 	if c.JWKSURI == "" {
 		return set, errors.New("client has no keys")
 	}
+	operator := a.Operator != nil && a.Operator(c.ID)
+	// Keyed by who set the URI too: a registrant naming the operator's
+	// internal jwks_uri must not be served its cached answer.
+	cacheKey := c.JWKSURI
+	if operator {
+		cacheKey = "operator " + cacheKey
+	}
 	a.jwksMu.Lock()
-	cached, ok := a.jwksCache[c.JWKSURI]
+	cached, ok := a.jwksCache[cacheKey]
 	a.jwksMu.Unlock()
 	if ok && a.now().Sub(cached.fetched) < jwksCacheFor {
 		return cached.set, nil
 	}
-	set, err := a.fetchJWKS(ctx, c.JWKSURI)
+	set, err := a.fetchJWKS(ctx, c.JWKSURI, operator)
 	if err != nil {
 		return set, err
 	}
@@ -155,41 +177,33 @@ func (a *Authenticator) keys(ctx context.Context, c store.Client) (jose.JSONWebK
 	if a.jwksCache == nil {
 		a.jwksCache = map[string]cachedJWKS{}
 	}
-	a.jwksCache[c.JWKSURI] = cachedJWKS{set: set, fetched: a.now()}
+	a.jwksCache[cacheKey] = cachedJWKS{set: set, fetched: a.now()}
 	a.jwksMu.Unlock()
 	return set, nil
 }
 
-func (a *Authenticator) fetchJWKS(ctx context.Context, uri string) (jose.JSONWebKeySet, error) {
+// fetchJWKS fetches a client's jwks_uri: a registered one through the
+// outbound guard (https only, no internal address, no redirect, bounded),
+// a config file client's (operator) anywhere, still bounded and without
+// redirects. The cause of a failure is for the log.
+func (a *Authenticator) fetchJWKS(ctx context.Context, uri string, operator bool) (jose.JSONWebKeySet, error) {
 	var set jose.JSONWebKeySet
-	hc := a.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 5 * time.Second}
+	ob := a.Outbound
+	switch {
+	case operator:
+		ob = operatorOutbound
+	case ob == nil:
+		ob = defaultOutbound
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
+	b, err := ob.Get(ctx, uri, "application/json")
 	if err != nil {
-		return set, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return set, fmt.Errorf("jwks_uri: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return set, fmt.Errorf("jwks_uri: status %d", resp.StatusCode)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
-	if err != nil {
-		return set, fmt.Errorf("jwks_uri: %w", err)
+		return set, fmt.Errorf("jwks_uri: %w (%v)", err, outbound.Cause(err))
 	}
 	if len(b) > maxJWKSBytes {
 		return set, errors.New("jwks_uri: key set too large")
 	}
 	if err := json.Unmarshal(b, &set); err != nil {
-		return set, fmt.Errorf("jwks_uri: %w", err)
+		return set, fmt.Errorf("jwks_uri: not a key set: %w", err)
 	}
 	return set, nil
 }

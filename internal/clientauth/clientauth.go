@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/client"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/throttle"
@@ -51,7 +52,13 @@ type Authenticator struct {
 	Secrets    *token.Hasher
 	Issuer     string           // accepted as an assertion audience
 	Now        func() time.Time // time.Now when nil
-	HTTPClient *http.Client     // fetches jwks_uri; a 5 s client when nil
+	// Outbound fetches jwks_uri (the registrant's URL: guarded); nil, a
+	// guard without exceptions.
+	Outbound *outbound.Client
+	// Operator reports whether a client is the config file's: its
+	// jwks_uri is the operator's, fetched without the guard (still
+	// bounded, no redirects). nil: every client is guarded.
+	Operator func(clientID string) bool
 
 	// MaxAssertionLifetime bounds exp - now of an assertion (default 5 min):
 	// a short life keeps the set of remembered jti values small.

@@ -21,6 +21,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -113,7 +114,7 @@ func setup(t testing.TB) (*Authenticator, keys, *httptest.Server) {
 		"jwt-nokid": {ID: "jwt-nokid", TokenEndpointAuthMethod: "private_key_jwt", JWKS: publicSet(k.rsa, k.ec)},
 	}}
 	a := &Authenticator{Clients: fs, Assertions: fs, Secrets: h, Issuer: issuer, Now: func() time.Time { return now },
-		HTTPClient: jwksSrv.Client()}
+		Outbound: outbound.MustNew(outbound.Options{Allow: []string{"127.0.0.1"}})}
 	return a, k, jwksSrv
 }
 

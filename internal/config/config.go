@@ -22,6 +22,7 @@ import (
 	"github.com/latchkey/latchkey/internal/claim"
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/lazyre"
+	"github.com/latchkey/latchkey/internal/outbound"
 )
 
 // Config is the whole operator configuration. Every key is optional.
@@ -73,6 +74,7 @@ type Config struct {
 	BreachedPasswords BreachedPasswords `yaml:"breached_passwords"`
 	OIDC              OIDC              `yaml:"oidc"`
 	SMTP              SMTP              `yaml:"smtp"`
+	Outbound          Outbound          `yaml:"outbound"`
 	// DynamicRegistration configures RFC 7591 registration at
 	// /oauth/register (off by default; docs/ADMIN.md).
 	DynamicRegistration DynamicRegistration `yaml:"dynamic_registration"`
@@ -119,6 +121,19 @@ type DynamicRegistration struct {
 	// InitialAccessToken, when set, must be sent as a bearer token to
 	// register; empty: anyone may register (throttled per address).
 	InitialAccessToken string `yaml:"initial_access_token"`
+}
+
+// Outbound configures the guard of caller-supplied URLs (internal/outbound,
+// docs/SECURITY.md): a jwks_uri registered through dynamic registration or
+// the admin API, the URLs of login methods set through the configuration
+// API. Those are fetched over https only and never on loopback,
+// link-local, private or other internal addresses; URLs written in this
+// file are not guarded.
+type Outbound struct {
+	// Allow lists the operator's exceptions: host names, IP addresses or
+	// CIDR ranges that caller-supplied URLs may reach (over http too),
+	// e.g. an internal test directory.
+	Allow []string `yaml:"allow"`
 }
 
 // Metrics configures /metrics (docs/DEPLOY.md, "Metrics").
@@ -475,6 +490,9 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("%s: %q is not an address or CIDR range", key, p)
 			}
 		}
+	}
+	if _, _, err := outbound.ParseAllow(c.Outbound.Allow); err != nil {
+		return fmt.Errorf("outbound.allow: %w", err)
 	}
 	if u := c.Introspection.GroupPermissionsAPI; u != "" && !absoluteHTTP(u) {
 		return fmt.Errorf("introspection.group_permissions_api: %q is not an absolute http(s) URL", u)

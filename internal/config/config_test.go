@@ -121,6 +121,8 @@ func TestLoadErrors(t *testing.T) {
 		{"person needs a password", "persons:\n  - {email: a@example.com}\n", nil, "password"},
 		{"bad trusted proxy", "trusted_proxies: [10.0.0.0/33]\n", nil, "trusted_proxies"},
 		{"unknown token_keys", "token_keys: ordered\n", nil, "token_keys"},
+		{"bad outbound allow range", "outbound:\n  allow: [10.0.0.0/33]\n", nil, "outbound.allow"},
+		{"outbound allow entry is a URL", "outbound:\n  allow: ['http://test.internal/']\n", nil, "outbound.allow"},
 		{"unknown token_keys from the environment", "", []string{"LATCHKEY_TOKEN_KEYS=Stamped"}, "token_keys"},
 		{"bad events trusted proxy", "events:\n  trusted_proxies: [lb.example]\n", nil, "events.trusted_proxies"},
 		{"bad listen from the environment is reported", "", []string{"LATCHKEY_LISTEN=nope"}, "listen"},

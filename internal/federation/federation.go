@@ -21,6 +21,7 @@ import (
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/seal"
 	"github.com/latchkey/latchkey/internal/store"
@@ -59,8 +60,14 @@ type Service struct {
 	// addresses registered at the upstreams start with it.
 	Issuer string
 	// HTTP reaches the upstreams (discovery, token, UserInfo and JWKS
-	// endpoints); its timeout bounds each call.
+	// endpoints); its timeout bounds each call. Login methods come from
+	// the configuration API, so their URLs are a caller's: the server
+	// passes the outbound guard's client (Outbound.HTTPClient).
 	HTTP *http.Client
+	// Outbound guards the connections to LDAP directories (server_urls,
+	// from the configuration API too): no internal address but
+	// outbound.allow's. nil: the guard without exceptions.
+	Outbound *outbound.Client
 	// LDAPTimeout bounds connecting to a directory and each request.
 	LDAPTimeout time.Duration
 	// PasswordLevel is the authentication level of a login method that

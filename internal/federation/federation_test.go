@@ -27,6 +27,7 @@ import (
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/federation"
 	"github.com/latchkey/latchkey/internal/request"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -507,6 +508,35 @@ func TestMetadataCacheManualSetupClaimsAndUserInfo(t *testing.T) {
 		var fe *federation.Error
 		if !errors.As(err, &fe) || fe.Cause != "userinfo_subject_mismatch" || fe.Code != "access_denied" {
 			t.Errorf("UserInfo of another subject: %v, want access_denied userinfo_subject_mismatch", err)
+		}
+	})
+}
+
+// Login methods come from the configuration API: their URLs are fetched
+// through the outbound guard, which refuses the provider on loopback
+// unless outbound.allow names it.
+func TestLoginMethodURLsAreGuarded(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, w *world) {
+		op := newFakeOP(t)
+		w.configure(t, methodJSON("fake", op.URL+"/.well-known/openid-configuration", ""))
+		m, err := w.fed.Method(context.Background(), "fake")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.fed.HTTP = outbound.MustNew(outbound.Options{}).HTTPClient()
+		_, err = w.fed.BeginOIDC(context.Background(), request.Facts{}, m, "r", "b", "")
+		var fe *federation.Error
+		if !errors.As(err, &fe) || fe.Cause != "idp_unavailable" {
+			t.Fatalf("begin at a loopback provider: %v, want idp_unavailable", err)
+		}
+		op.set(func(op *fakeOP) {
+			if op.discovered != 0 {
+				t.Errorf("the loopback provider answered %d discovery requests", op.discovered)
+			}
+		})
+		w.fed.HTTP = outbound.MustNew(outbound.Options{Allow: []string{"127.0.0.1"}}).HTTPClient()
+		if _, err := w.fed.BeginOIDC(context.Background(), request.Facts{}, m, "r", "b", ""); err != nil {
+			t.Fatalf("begin at an allowed provider: %v", err)
 		}
 	})
 }

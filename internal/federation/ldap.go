@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/identity"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/request"
 )
 
@@ -251,6 +253,25 @@ func (s *Service) ldapTimeout() time.Duration {
 
 func (s *Service) ldapSeconds() int { return int(s.ldapTimeout() / time.Second) }
 
+// defaultOutbound guards LDAP connections of a Service without Outbound.
+var defaultOutbound = outbound.MustNew(outbound.Options{})
+
+// ldapDialer dials server u through the outbound guard: its address is
+// checked at connect time, after DNS, as for any caller-supplied URL.
+func (s *Service) ldapDialer(u string) *net.Dialer {
+	ob := s.Outbound
+	if ob == nil {
+		ob = defaultOutbound
+	}
+	host := ""
+	if pu, err := url.Parse(u); err == nil {
+		host = pu.Hostname()
+	}
+	d := ob.Dialer(host)
+	d.Timeout = s.ldapTimeout()
+	return d
+}
+
 // dialLDAP connects to the first server of urls that answers.
 func (s *Service) dialLDAP(ctx context.Context, urls []string) (*ldap.Conn, error) {
 	if len(urls) == 0 {
@@ -261,7 +282,7 @@ func (s *Service) dialLDAP(ctx context.Context, urls []string) (*ldap.Conn, erro
 		if ctx.Err() != nil {
 			break
 		}
-		conn, err := ldap.DialURL(u, ldap.DialWithDialer(&net.Dialer{Timeout: s.ldapTimeout()}),
+		conn, err := ldap.DialURL(u, ldap.DialWithDialer(s.ldapDialer(u)),
 			ldap.DialWithTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", u, err))

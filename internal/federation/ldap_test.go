@@ -1,13 +1,19 @@
 package federation
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-ldap/ldap/v3"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
+	"github.com/latchkey/latchkey/internal/outbound"
 )
 
 // A login name can only ever be a value: it cannot close the filter, add
@@ -117,5 +123,51 @@ func TestServerURLs(t *testing.T) {
 	got := ServerURLs(" ldap://a:389, ldaps://b:636\nldap://c ")
 	if strings.Join(got, "|") != "ldap://a:389|ldaps://b:636|ldap://c" {
 		t.Errorf("%q", got)
+	}
+}
+
+// An LDAP server_urls entry is dialled through the outbound guard: a
+// directory on loopback is never connected to unless outbound.allow
+// names it.
+func TestLDAPDialIsGuarded(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var accepted atomic.Int32
+	first := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			select {
+			case first <- struct{}{}:
+			default:
+			}
+			c.Close()
+		}
+	}()
+	u := "ldap://" + l.Addr().String()
+	guarded := &Service{LDAPTimeout: 2 * time.Second}
+	if _, err := guarded.dialLDAP(context.Background(), []string{u}); !errors.Is(err, ErrLDAPUnavailable) {
+		t.Fatalf("dial a loopback directory: %v, want ErrLDAPUnavailable", err)
+	}
+	allowed := &Service{LDAPTimeout: 2 * time.Second, Outbound: outbound.MustNew(outbound.Options{Allow: []string{"127.0.0.1"}})}
+	conn, err := allowed.dialLDAP(context.Background(), []string{u})
+	if err != nil {
+		t.Fatalf("dial an allowed directory: %v", err)
+	}
+	conn.Close()
+	<-first // the allowed dial's connection was accepted
+	l.Close()
+	<-done
+	if n := accepted.Load(); n != 1 {
+		t.Fatalf("%d connections accepted, want 1 (the allowed dial's only)", n)
 	}
 }

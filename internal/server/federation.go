@@ -1,12 +1,12 @@
 package server
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/cimconfig"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/federation"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/seal"
 )
 
@@ -20,7 +20,14 @@ func (s *Server) newFederation(cim *cimconfig.Service, serverKey []byte, rec *ev
 	if err != nil {
 		return nil, err
 	}
+	// Login methods (discovery, token, UserInfo, JWKS URLs, LDAP
+	// server_urls) are set through the configuration API: a caller's
+	// URLs, fetched through the outbound guard (outbound.allow applies).
+	ob, err := outbound.New(outbound.Options{Allow: s.cfg.Outbound.Allow, Timeout: upstreamTimeout})
+	if err != nil {
+		return nil, err
+	}
 	return &federation.Service{Store: s.store, Config: cim, Identity: s.identity, Hasher: s.secrets, Events: rec,
-		Tokens: sealer, Issuer: s.cfg.Issuer, HTTP: &http.Client{Timeout: upstreamTimeout}, LDAPTimeout: upstreamTimeout,
+		Tokens: sealer, Issuer: s.cfg.Issuer, HTTP: ob.HTTPClient(), Outbound: ob, LDAPTimeout: upstreamTimeout,
 		PasswordLevel: s.cfg.PasswordAuthenticationLevel, Now: s.now, Log: s.log}, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/login"
 	"github.com/latchkey/latchkey/internal/oauth"
+	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/password"
 	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/pwpolicy"
@@ -62,6 +63,9 @@ type Server struct {
 	keys     *signing.Keys // sign ID tokens and JWT access tokens (keys.go)
 	journeys *journey.Service
 	admin    *admin.Handler // the admin API and dynamic registration (docs/ADMIN.md)
+	// outbound fetches the URLs registrants and API callers supply
+	// (jwks_uri, login methods): the SSRF guard, with outbound.allow.
+	outbound *outbound.Client
 }
 
 // clientCacheTTL bounds how long an instance uses a client it read: clients
@@ -133,6 +137,9 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		now:     now,
 		demo:    opts.Demo,
 	}
+	if s.outbound, err = outbound.New(outbound.Options{Allow: cfg.Outbound.Allow}); err != nil {
+		return nil, err
+	}
 	if err := s.startKeys(ctx, serverKey); err != nil {
 		return nil, err
 	}
@@ -187,7 +194,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	}
 	s.clients = &clientauth.Authenticator{
 		Clients: clients, Assertions: st, Secrets: h, Issuer: cfg.Issuer, Now: now, Throttle: st,
-		HTTPClient: &http.Client{Timeout: 5 * time.Second},
+		Outbound: s.outbound, Operator: layered.IsStatic,
 	}
 	if s.apiUsers, err = apiUsers(cfg.APIUsers); err != nil {
 		return nil, err
@@ -271,7 +278,7 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	s.admin = &admin.Handler{
 		Service: &admin.Service{Store: layered, Secrets: h, Events: rec, Now: now, AccountRemoved: s.journeys.AccountRemoved,
 			Registration: admin.Registration{Enabled: cfg.DynamicRegistration.Enabled,
-				InitialAccessToken: cfg.DynamicRegistration.InitialAccessToken}},
+				InitialAccessToken: cfg.DynamicRegistration.InitialAccessToken}, Outbound: s.outbound},
 		Users: s.apiUsers, Auth: s.clients, Tokens: st, Issuer: cfg.Issuer,
 		PersonsEnabled: func(ctx context.Context) (bool, error) {
 			snap, err := cim.Snapshot(ctx)
