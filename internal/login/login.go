@@ -105,6 +105,9 @@ type pageData struct {
 	// the method of the LDAP form.
 	LoginMethods []loginMethodView
 	Method       string
+	// RequestID is the id of the request an error page answers, for the
+	// operator's log (httpx.WithRequestID).
+	RequestID string
 }
 
 type scopeView struct{ Name, Description string }
@@ -115,6 +118,11 @@ func (p *Pages) render(w http.ResponseWriter, status int, page string, d *pageDa
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
+	if page == "error.html" && d.RequestID == "" {
+		// The id WithRequestID gave this response: the person can quote
+		// it, and the log line of the refusal carries it.
+		d.RequestID = h.Get(httpx.RequestIDHeader)
+	}
 	if p.CustomMessages != nil && d.T != nil {
 		if over := p.CustomMessages(d.Lang); len(over) > 0 {
 			t := maps.Clone(d.T)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -32,12 +34,14 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	clientID := q.Get("client_id")
 	if clientID == "" || len(q["client_id"]) > 1 {
 		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient})
+		s.logRefusal(ctx, "", ErrInvalidRequest, "no client_id, or more than one", false)
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The request names no client, so it cannot go back to the application.")
 		return nil
 	}
 	client, err := s.Store.GetClient(ctx, clientID)
 	if errors.Is(err, store.ErrNotFound) {
 		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient, ClientID: truncateID(clientID)})
+		s.logRefusal(ctx, clientID, ErrInvalidClient, "unknown client", false)
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The application that sent you here is not known.")
 		return nil
 	}
@@ -47,6 +51,7 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	ar, aerr := ParseAuthorizeRequest(client, q)
 	if aerr != nil {
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		s.logRefusal(ctx, client.ID, aerr.Code, aerr.Description, aerr.Redirect)
 		if !aerr.Redirect {
 			s.Pages.ErrorPage(w, r, http.StatusBadRequest, aerr.Description)
 			return nil
@@ -57,6 +62,7 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	ar.RequestedAt = f.Time.Unix()
 	if aerr := s.oidcRequest(ctx, client, ar, q); aerr != nil {
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		s.logRefusal(ctx, client.ID, aerr.Code, aerr.Description, true)
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
@@ -80,6 +86,7 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 		// OIDC Core section 3.1.2.6: no page may be shown; say which one was needed.
 		aerr := promptNoneError(ar, d)
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		s.logRefusal(ctx, client.ID, aerr.Code, aerr.Description, true)
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
@@ -89,6 +96,24 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.Redirect(w, r, PathLogin+"?request="+url.QueryEscape(id), http.StatusFound)
 	return nil
+}
+
+// logRefusal logs why an authorization request was refused, as the
+// adapter logs the other endpoints' refusals (httpx.Handle): the person
+// who asks "why was I refused?" has the request id of the error page, or
+// the client has the error of the redirect. Never a secret: the client
+// id and the answered code and description.
+func (s *Service) logRefusal(ctx context.Context, clientID, code, why string, redirected bool) {
+	log := s.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	answered := "error page"
+	if redirected {
+		answered = "redirect to the client"
+	}
+	log.InfoContext(ctx, "authorization request refused", "request_id", httpx.RequestID(ctx),
+		"client_id", truncate(clientID, 128), "route", "GET "+PathAuthorize, "code", code, "why", why, "answered", answered)
 }
 
 func truncateID(s string) string {
