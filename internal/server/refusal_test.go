@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/oauth2"
 
 	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/config"
@@ -190,6 +194,48 @@ func TestAuthorizeRefusalsAreLoggedWithTheRequestID(t *testing.T) {
 			line := logLine(t, s.Log.String(), "authorization request refused", "request_id="+id)
 			if !strings.Contains(line, tt.logs) {
 				t.Errorf("the log line lacks %q: %s", tt.logs, line)
+			}
+		})
+	}
+}
+
+// TestDeviceAuthWithGolangOAuth2 backs docs/OIDC.md: golang.org/x/oauth2's
+// DeviceAuth sends no client secret, so a confidential client is refused
+// unless the secret is put in the request; in the form, that works only
+// for a client registered for client_secret_post.
+func TestDeviceAuthWithGolangOAuth2(t *testing.T) {
+	cfg := refusalConfig("info")
+	cfg.Clients = append(cfg.Clients, config.Client{ClientID: "post", ClientSecret: refusalSecret,
+		TokenEndpointAuthMethod: client.AuthClientSecretPost, GrantTypes: []string{client.GrantDeviceCode}, Scopes: []string{"read"}},
+		config.Client{ClientID: "public", TokenEndpointAuthMethod: client.AuthNone,
+			GrantTypes: []string{client.GrantDeviceCode}, Scopes: []string{"read"}})
+	s := servertest.Start(t, cfg, servertest.Options{})
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.Client())
+	oc := func(id string) *oauth2.Config {
+		return &oauth2.Config{ClientID: id, ClientSecret: refusalSecret, Scopes: []string{"read"}, Endpoint: oauth2.Endpoint{
+			DeviceAuthURL: s.URL + "/oauth/device_authorization", TokenURL: s.URL + "/oauth/token",
+			AuthStyle: oauth2.AuthStyleInParams}}
+	}
+	secret := oauth2.SetAuthURLParam("client_secret", refusalSecret)
+	tests := []struct {
+		name, client string
+		opts         []oauth2.AuthCodeOption
+		ok           bool
+	}{
+		{"a public client as it is", "public", nil, true},
+		{"a client_secret_post client without the secret", "post", nil, false},
+		{"a client_secret_post client with the secret in the request", "post", []oauth2.AuthCodeOption{secret}, true},
+		{"a client_secret_basic client with the secret in the form", "basic", []oauth2.AuthCodeOption{secret}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			da, err := oc(tt.client).DeviceAuth(ctx, tt.opts...)
+			var re *oauth2.RetrieveError
+			switch {
+			case tt.ok && (err != nil || da.DeviceCode == ""):
+				t.Errorf("DeviceAuth: %v", err)
+			case !tt.ok && (!errors.As(err, &re) || re.ErrorCode != "invalid_client"):
+				t.Errorf("DeviceAuth: %v (%+v), want invalid_client", err, da)
 			}
 		})
 	}
