@@ -6,10 +6,12 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
@@ -447,6 +449,9 @@ func (p *Pages) ConsentPage(w http.ResponseWriter, r *http.Request) error {
 		if desc == "" {
 			desc = t["scope."+s] // the standard OpenID Connect scopes have built-in texts
 		}
+		if desc == "" {
+			desc = scopeFallback(t, s)
+		}
 		views[i] = scopeView{Name: s, Description: desc}
 	}
 	page := "consent.html"
@@ -519,6 +524,20 @@ func (p *Pages) requestError(w http.ResponseWriter, r *http.Request, err error) 
 		return nil
 	}
 	return err
+}
+
+// scopeFallback describes a scope that the scope configuration leaves
+// undescribed: a person should not have to decide on "vendor_api_admin"
+// alone. Its words are split at _ - . : (vendor api admin); a URL keeps
+// its form.
+func scopeFallback(t map[string]string, scope string) string {
+	name := scope
+	if !strings.Contains(scope, "/") {
+		if words := strings.FieldsFunc(scope, func(r rune) bool { return strings.ContainsRune("_-.:", r) }); len(words) > 0 {
+			name = strings.Join(words, " ")
+		}
+	}
+	return fmt.Sprintf(t["scope.fallback"], name)
 }
 
 func displayName(c store.Client) string {
