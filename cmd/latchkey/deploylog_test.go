@@ -86,9 +86,7 @@ func deployExamples(t *testing.T, doc string) []string {
 	if !ok {
 		t.Fatal("the checked block of docs/DEPLOY.md does not end")
 	}
-	for _, l := range strings.Split(strings.TrimSpace(block), "\n") {
-		out = append(out, l)
-	}
+	out = append(out, strings.Split(strings.TrimSpace(block), "\n")...)
 	for _, m := range regexp.MustCompile("`(msg=[^`]+)`").FindAllStringSubmatch(doc, -1) {
 		out = append(out, m[1])
 	}

@@ -376,14 +376,16 @@ func (p *Pages) refuse(w http.ResponseWriter, r *http.Request, id string, ar *oa
 	if done, err := p.finishRefused(w, r, id, ar); done || err != nil {
 		return err
 	}
-	if d.FailURL != "" {
-		http.Redirect(w, r, d.FailURL, http.StatusSeeOther)
-		return nil
-	}
 	desc := "The authentication level the scope requires cannot be reached."
 	if d.Reason == authflow.ReasonInactive {
 		desc = "The account cannot sign in."
 	}
+	if d.FailURL != "" {
+		p.OAuth.LogRefusal(r.Context(), ar.ClientID, oauth.ErrAccessDenied, desc, oauth.AnsweredFailURL)
+		http.Redirect(w, r, d.FailURL, http.StatusSeeOther)
+		return nil
+	}
+	p.OAuth.LogRefusal(r.Context(), ar.ClientID, oauth.ErrAccessDenied, desc, oauth.AnsweredRedirect)
 	to := p.OAuth.ErrorRedirect(ar, &oauth.AuthorizeError{Code: oauth.ErrAccessDenied, Description: desc, Redirect: true,
 		RedirectURI: ar.RedirectURI, State: ar.State})
 	http.Redirect(w, r, to, http.StatusSeeOther)

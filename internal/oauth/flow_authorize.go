@@ -34,14 +34,14 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	clientID := q.Get("client_id")
 	if clientID == "" || len(q["client_id"]) > 1 {
 		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient})
-		s.logRefusal(ctx, "", ErrInvalidRequest, "no client_id, or more than one", false)
+		s.LogRefusal(ctx, "", ErrInvalidRequest, "no client_id, or more than one", AnsweredErrorPage)
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The request names no client, so it cannot go back to the application.")
 		return nil
 	}
 	client, err := s.Store.GetClient(ctx, clientID)
 	if errors.Is(err, store.ErrNotFound) {
 		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient, ClientID: truncateID(clientID)})
-		s.logRefusal(ctx, clientID, ErrInvalidClient, "unknown client", false)
+		s.LogRefusal(ctx, clientID, ErrInvalidClient, "unknown client", AnsweredErrorPage)
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The application that sent you here is not known.")
 		return nil
 	}
@@ -51,18 +51,19 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	ar, aerr := ParseAuthorizeRequest(client, q)
 	if aerr != nil {
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
-		s.logRefusal(ctx, client.ID, aerr.Code, aerr.Description, aerr.Redirect)
 		if !aerr.Redirect {
+			s.LogRefusal(ctx, client.ID, aerr.Code, aerr.Description, AnsweredErrorPage)
 			s.Pages.ErrorPage(w, r, http.StatusBadRequest, aerr.Description)
 			return nil
 		}
+		s.LogRefusal(ctx, client.ID, aerr.Code, aerr.Description, AnsweredRedirect)
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
 	ar.RequestedAt = f.Time.Unix()
 	if aerr := s.oidcRequest(ctx, client, ar, q); aerr != nil {
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
-		s.logRefusal(ctx, client.ID, aerr.Code, aerr.Description, true)
+		s.LogRefusal(ctx, client.ID, aerr.Code, aerr.Description, AnsweredRedirect)
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
@@ -86,7 +87,7 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 		// OIDC Core section 3.1.2.6: no page may be shown; say which one was needed.
 		aerr := promptNoneError(ar, d)
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
-		s.logRefusal(ctx, client.ID, aerr.Code, aerr.Description, true)
+		s.LogRefusal(ctx, client.ID, aerr.Code, aerr.Description, AnsweredRedirect)
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
@@ -98,22 +99,26 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// logRefusal logs why an authorization request was refused, as the
+// Where a refused authorization request's answer went (LogRefusal).
+const (
+	AnsweredErrorPage = "error page"
+	AnsweredRedirect  = "redirect to the client"
+	AnsweredFailURL   = "the scope's failure endpoint"
+)
+
+// LogRefusal logs why an authorization request was refused, as the
 // adapter logs the other endpoints' refusals (httpx.Handle): the person
 // who asks "why was I refused?" has the request id of the error page, or
 // the client has the error of the redirect. Never a secret: the client
-// id and the answered code and description.
-func (s *Service) logRefusal(ctx context.Context, clientID, code, why string, redirected bool) {
+// id and the answered code and description. The request's access log
+// line, with the same request id, has the route.
+func (s *Service) LogRefusal(ctx context.Context, clientID, code, why, answered string) {
 	log := s.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	answered := "error page"
-	if redirected {
-		answered = "redirect to the client"
-	}
 	log.InfoContext(ctx, "authorization request refused", "request_id", httpx.RequestID(ctx),
-		"client_id", truncate(clientID, 128), "route", "GET "+PathAuthorize, "code", code, "why", why, "answered", answered)
+		"client_id", truncate(clientID, 128), "code", code, "why", why, "answered", answered)
 }
 
 func truncateID(s string) string {
@@ -269,6 +274,7 @@ func (s *Service) Complete(ctx context.Context, f request.Facts, client store.Cl
 			ClientID: client.ID, AppName: client.Name, UserID: a.Subject()})
 	})
 	if errors.Is(err, errPersonInactive) {
+		s.LogRefusal(ctx, client.ID, ErrAccessDenied, "the person was blocked or deleted while approving", AnsweredRedirect)
 		return s.inactiveRedirect(ar), nil
 	}
 	if err != nil {
