@@ -26,7 +26,8 @@ type Error struct {
 	Cause       error
 	// Debug is the reason a generic Description hides (which client
 	// authentication method was expected, say): added to the answered
-	// description only under WithDebugAnswers, logged always (as the cause when there is none).
+	// description only under WithDebugAnswers; logged always (as the
+	// cause when there is none). Only text safe to tell the caller.
 	Debug string
 }
 
