@@ -34,19 +34,25 @@ func clientCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 	verb := args[0]
 	fs := flags("client " + verb)
 	path := fs.String("config", "", "YAML config `file`")
+	// serve --demo's clients live in that process only (they are added to
+	// its config, never stored): --demo adds them here the same way.
+	var demo *bool
+	if verb == "list" || verb == "show" {
+		demo = fs.Bool("demo", false, "also the clients serve --demo adds (their secrets are the running server's)")
+	}
 	switch verb {
 	case "list":
 		if err := parse(fs, args[1:]); err != nil {
 			return err
 		}
-		return clientList(ctx, *path, stdout)
+		return clientList(ctx, *path, *demo, stdout)
 	case "show", "delete", "rotate-secret":
 		id, err := parseOneArg(fs, args[1:], "the CLIENT_ID")
 		if err != nil {
 			return err
 		}
 		if verb == "show" {
-			return clientShow(ctx, *path, id, stdout)
+			return clientShow(ctx, *path, *demo, id, stdout)
 		}
 		return clientWrite(ctx, *path, stdout, func(svc *admin.Service, a admin.Actor) error {
 			if verb == "delete" {
@@ -159,11 +165,17 @@ func clientErr(err error, id string) error {
 }
 
 // readService is the admin rules over a store opened for reading (beside a
-// running server), with the config file's clients in front.
-func readService(ctx context.Context, path string) (*admin.Service, func(), error) {
+// running server), with the config file's clients in front, and with demo
+// the clients serve --demo adds.
+func readService(ctx context.Context, path string, demo bool) (*admin.Service, func(), error) {
 	cfg, err := config.Load(path, os.Environ())
 	if err != nil {
 		return nil, nil, err
+	}
+	if demo {
+		if err := addDemoClients(cfg, ""); err != nil {
+			return nil, nil, err
+		}
 	}
 	st, err := backend.OpenReadOnly(ctx, cfg.Database)
 	if err != nil {
@@ -196,8 +208,8 @@ func fileClients(cfg *config.Config, h *token.Hasher) ([]store.Client, error) {
 	return out, nil
 }
 
-func clientList(ctx context.Context, path string, stdout io.Writer) error {
-	svc, done, err := readService(ctx, path)
+func clientList(ctx context.Context, path string, demo bool, stdout io.Writer) error {
+	svc, done, err := readService(ctx, path, demo)
 	if err != nil {
 		return err
 	}
@@ -215,8 +227,8 @@ func clientList(ctx context.Context, path string, stdout io.Writer) error {
 	return tw.Flush()
 }
 
-func clientShow(ctx context.Context, path, id string, stdout io.Writer) error {
-	svc, done, err := readService(ctx, path)
+func clientShow(ctx context.Context, path string, demo bool, id string, stdout io.Writer) error {
+	svc, done, err := readService(ctx, path, demo)
 	if err != nil {
 		return err
 	}

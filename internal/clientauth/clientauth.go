@@ -79,6 +79,10 @@ type Error struct {
 	Description string // safe to show
 	Basic       bool   // Basic was tried: answer with WWW-Authenticate: Basic
 	Cause       error  // for the log only
+	// Debug is the reason a generic Description hides, safe to answer
+	// when the operator turned debug answers on (httpx.WithDebugAnswers):
+	// never a secret, never what a fetched URL answered.
+	Debug string
 	// RetryAfter is set when the caller is throttled (429, ErrThrottled).
 	RetryAfter time.Duration
 	guess      int // what a failed secret counts as (throttle.go)
@@ -107,6 +111,11 @@ func (e *Error) Status() int {
 
 func invalidClient(desc string, basic bool, cause error) *Error {
 	return &Error{Code: "invalid_client", Description: desc, Basic: basic, Cause: cause}
+}
+
+// failed is errAuthFailed for why: logged always, answered in debug mode.
+func failed(basic bool, why string) *Error {
+	return &Error{Code: "invalid_client", Description: errAuthFailed, Basic: basic, Cause: errors.New(why), Debug: why}
 }
 
 var errAuthFailed = "Client authentication failed."
@@ -164,7 +173,7 @@ func (a *Authenticator) Authenticate(r *http.Request, endpoint string) (store.Cl
 		return c, MethodBasic, nil
 	case secret != "":
 		if formID == "" {
-			return store.Client{}, "", invalidClient(errAuthFailed, false, errors.New("client_secret without client_id"))
+			return store.Client{}, "", failed(false, "client_secret without client_id")
 		}
 		c, err := a.guardedSecret(ctx, r, formID, secret, MethodPost)
 		return c, MethodPost, err
@@ -183,7 +192,9 @@ func (a *Authenticator) Authenticate(r *http.Request, endpoint string) (store.Cl
 			return store.Client{}, "", err
 		}
 		if Method(c.TokenEndpointAuthMethod) != MethodNone {
-			return store.Client{}, "", invalidClient(errAuthFailed, true, errors.New("confidential client sent no credentials"))
+			// golang.org/x/oauth2's device flow sends no secret (docs/OIDC.md).
+			return store.Client{}, "", failed(true, fmt.Sprintf("the client is registered for %s and sent no credentials",
+				c.TokenEndpointAuthMethod))
 		}
 		return c, MethodNone, nil
 	default:
@@ -220,11 +231,11 @@ func basicCredentials(r *http.Request) (user, pass string, ok bool, err error) {
 // lookup finds a client; an unknown one is invalid_client.
 func (a *Authenticator) lookup(ctx context.Context, id string) (store.Client, error) {
 	if len(id) > 255 {
-		return store.Client{}, invalidClient(errAuthFailed, false, errors.New("client id too long"))
+		return store.Client{}, failed(false, "client id too long")
 	}
 	c, err := a.Clients.GetClient(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Client{}, invalidClient(errAuthFailed, false, fmt.Errorf("unknown client"))
+		return store.Client{}, failed(false, "unknown client")
 	}
 	return c, err
 }
@@ -242,8 +253,7 @@ func (a *Authenticator) checkSecret(ctx context.Context, id, secret string, m Me
 	}
 	if Method(c.TokenEndpointAuthMethod) != m {
 		// The registered method is the only one accepted (docs/DESIGN.md).
-		return store.Client{}, invalidClient(errAuthFailed, false,
-			fmt.Errorf("client registered for %s used %s", c.TokenEndpointAuthMethod, m))
+		return store.Client{}, failed(false, fmt.Sprintf("the client is registered for %s and used %s", c.TokenEndpointAuthMethod, m))
 	}
 	switch {
 	case c.SecretHash != nil:
@@ -259,7 +269,7 @@ func (a *Authenticator) checkSecret(ctx context.Context, id, secret string, m Me
 			return c, nil
 		}
 	}
-	e := invalidClient(errAuthFailed, false, errors.New("wrong secret"))
+	e := failed(false, "wrong secret")
 	e.guess = guessWrongSecret
 	return store.Client{}, e
 }

@@ -24,6 +24,11 @@ type Error struct {
 	Details     []string          // per-field problems (scopes API)
 	Header      map[string]string // extra response headers (e.g. WWW-Authenticate)
 	Cause       error
+	// Debug is the reason a generic Description hides (which client
+	// authentication method was expected, say): added to the answered
+	// description only under WithDebugAnswers; logged always (as the
+	// cause when there is none). Only text safe to tell the caller.
+	Debug string
 }
 
 func (e *Error) Error() string {
@@ -128,6 +133,11 @@ func Handle(style Style, fn HandlerFunc) http.Handler {
 			he = &Error{Status: http.StatusInternalServerError, Code: "server_error",
 				Description: "The server could not handle the request.", Cause: err}
 		}
+		if he.Debug != "" && DebugAnswers(r.Context()) {
+			c := *he
+			c.Description += " (" + he.Debug + ")"
+			he = &c
+		}
 		if he.Status >= 500 || errors.Is(err, context.DeadlineExceeded) {
 			slog.ErrorContext(r.Context(), "request failed", "request_id", RequestID(r.Context()),
 				"route", r.Pattern, "status", he.Status, "err", he.Cause)
@@ -140,6 +150,8 @@ func Handle(style Style, fn HandlerFunc) http.Handler {
 				"route", r.Pattern, "status", he.Status, "code", he.Code, "why", he.Description}
 			if he.Cause != nil {
 				attrs = append(attrs, "err", he.Cause)
+			} else if he.Debug != "" {
+				attrs = append(attrs, "err", he.Debug)
 			}
 			slog.InfoContext(r.Context(), "request refused", attrs...)
 		}

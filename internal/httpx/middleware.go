@@ -11,7 +11,13 @@ import (
 
 type ctxKey int
 
-const requestIDKey ctxKey = 0
+const (
+	requestIDKey ctxKey = iota
+	debugAnswersKey
+)
+
+// RequestIDHeader is the response header that carries the request id.
+const RequestIDHeader = "X-Request-Id"
 
 // RequestID returns the id that WithRequestID gave the request, or "".
 func RequestID(ctx context.Context) string {
@@ -26,9 +32,26 @@ func WithRequestID(next http.Handler) http.Handler {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		id := hex.EncodeToString(b[:])
-		w.Header().Set("X-Request-Id", id)
+		w.Header().Set(RequestIDHeader, id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})
+}
+
+// WithDebugAnswers makes the error answers of the requests carry the
+// reason that the log has and a generic description hides (Error.Debug):
+// for serve --demo and log.level debug, where the person asking "why was
+// I refused?" is the operator. Off, the answers say only what is safe to
+// tell any caller.
+func WithDebugAnswers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), debugAnswersKey, true)))
+	})
+}
+
+// DebugAnswers reports whether WithDebugAnswers is on for the request.
+func DebugAnswers(ctx context.Context) bool {
+	on, _ := ctx.Value(debugAnswersKey).(bool)
+	return on
 }
 
 // SecurityHeaders sets the headers every response carries. Pages that need a

@@ -178,6 +178,7 @@ func (p *Pages) federationFailed(w http.ResponseWriter, r *http.Request, id stri
 	if done, err := p.finishRefused(w, r, id, ar); done || err != nil {
 		return err
 	}
+	p.OAuth.LogRefusal(r.Context(), ar.ClientID, fe.Code, fe.Description, oauth.AnsweredRedirect)
 	to := p.OAuth.ErrorRedirect(ar, &oauth.AuthorizeError{Code: fe.Code, Description: fe.Description, Redirect: true,
 		RedirectURI: ar.RedirectURI, State: ar.State, VendorCause: fe.Cause})
 	http.Redirect(w, r, to, http.StatusSeeOther)

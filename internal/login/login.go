@@ -6,10 +6,12 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/authflow"
@@ -105,6 +107,9 @@ type pageData struct {
 	// the method of the LDAP form.
 	LoginMethods []loginMethodView
 	Method       string
+	// RequestID is the id of the request an error page answers, for the
+	// operator's log (httpx.WithRequestID).
+	RequestID string
 }
 
 type scopeView struct{ Name, Description string }
@@ -115,6 +120,11 @@ func (p *Pages) render(w http.ResponseWriter, status int, page string, d *pageDa
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
+	if page == "error.html" && d.RequestID == "" {
+		// The id WithRequestID gave this response: the person can quote
+		// it, and the log line of the refusal carries it.
+		d.RequestID = h.Get(httpx.RequestIDHeader)
+	}
 	if p.CustomMessages != nil && d.T != nil {
 		if over := p.CustomMessages(d.Lang); len(over) > 0 {
 			t := maps.Clone(d.T)
@@ -366,14 +376,16 @@ func (p *Pages) refuse(w http.ResponseWriter, r *http.Request, id string, ar *oa
 	if done, err := p.finishRefused(w, r, id, ar); done || err != nil {
 		return err
 	}
-	if d.FailURL != "" {
-		http.Redirect(w, r, d.FailURL, http.StatusSeeOther)
-		return nil
-	}
 	desc := "The authentication level the scope requires cannot be reached."
 	if d.Reason == authflow.ReasonInactive {
 		desc = "The account cannot sign in."
 	}
+	if d.FailURL != "" {
+		p.OAuth.LogRefusal(r.Context(), ar.ClientID, oauth.ErrAccessDenied, desc, oauth.AnsweredFailURL)
+		http.Redirect(w, r, d.FailURL, http.StatusSeeOther)
+		return nil
+	}
+	p.OAuth.LogRefusal(r.Context(), ar.ClientID, oauth.ErrAccessDenied, desc, oauth.AnsweredRedirect)
 	to := p.OAuth.ErrorRedirect(ar, &oauth.AuthorizeError{Code: oauth.ErrAccessDenied, Description: desc, Redirect: true,
 		RedirectURI: ar.RedirectURI, State: ar.State})
 	http.Redirect(w, r, to, http.StatusSeeOther)
@@ -438,6 +450,9 @@ func (p *Pages) ConsentPage(w http.ResponseWriter, r *http.Request) error {
 		desc := scopes.Description(byID[s], ar.Language)
 		if desc == "" {
 			desc = t["scope."+s] // the standard OpenID Connect scopes have built-in texts
+		}
+		if desc == "" {
+			desc = scopeFallback(t, s)
 		}
 		views[i] = scopeView{Name: s, Description: desc}
 	}
@@ -511,6 +526,20 @@ func (p *Pages) requestError(w http.ResponseWriter, r *http.Request, err error) 
 		return nil
 	}
 	return err
+}
+
+// scopeFallback describes a scope that the scope configuration leaves
+// undescribed: a person should not have to decide on "vendor_api_admin"
+// alone. Its words are split at _ - . : (vendor api admin); a URL keeps
+// its form.
+func scopeFallback(t map[string]string, scope string) string {
+	name := scope
+	if !strings.Contains(scope, "/") {
+		if words := strings.FieldsFunc(scope, func(r rune) bool { return strings.ContainsRune("_-.:", r) }); len(words) > 0 {
+			name = strings.Join(words, " ")
+		}
+	}
+	return fmt.Sprintf(t["scope.fallback"], name)
 }
 
 func displayName(c store.Client) string {

@@ -105,7 +105,7 @@ func (p *Pages) EndSession(w http.ResponseWriter, r *http.Request) error {
 	if signedIn && !hinted && !confirmed {
 		p.OAuth.RecordLogout(ctx, f, events.OpenIDLogoutConfirmShown, es)
 		p.render(w, http.StatusOK, "end_session.html", &pageData{Lang: lang, T: t, Action: oauth.PathEndSession,
-			CSRF: p.csrfToken(w, r, endSessionPurpose), ClientName: es.ClientID, Fields: []formField{
+			CSRF: p.csrfToken(w, r, endSessionPurpose), ClientName: es.ClientName, Fields: []formField{
 				{Name: "client_id", Value: es.ClientID}, {Name: "post_logout_redirect_uri", Value: q.Get("post_logout_redirect_uri")},
 				{Name: "state", Value: q.Get("state")}, {Name: "ui_locales", Value: q.Get("ui_locales")}}})
 		return nil

@@ -173,4 +173,9 @@ func TestNoTOTPSecretGoesToTheFailureEndpoint(t *testing.T) {
 	if f.Back.String() != "https://svc.example/failed" {
 		t.Errorf("sent to %s", f.Back)
 	}
+	// The refusal on the login pages is logged, as the endpoint's are.
+	if !strings.Contains(s.Log.String(), `msg="authorization request refused"`) ||
+		!strings.Contains(s.Log.String(), `client_id=web code=access_denied why="The authentication level the scope requires cannot be reached." answered="the scope's failure endpoint"`) {
+		t.Errorf("the refusal is not logged:\n%s", s.Log.String())
+	}
 }

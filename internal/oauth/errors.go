@@ -67,7 +67,7 @@ func clientError(err error) error {
 		he.Cause = ce.Cause
 		return he
 	}
-	he := &httpx.Error{Status: ce.Status(), Code: ce.Code, Description: ce.Description, Cause: ce.Cause}
+	he := &httpx.Error{Status: ce.Status(), Code: ce.Code, Description: ce.Description, Cause: ce.Cause, Debug: ce.Debug}
 	if ce.Basic || ce.Status() == http.StatusUnauthorized {
 		he.Header = map[string]string{"WWW-Authenticate": `Basic realm="latchkey"`}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/authflow"
 	"github.com/latchkey/latchkey/internal/events"
+	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/request"
 	"github.com/latchkey/latchkey/internal/store"
 	"github.com/latchkey/latchkey/internal/token"
@@ -32,12 +34,14 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	clientID := q.Get("client_id")
 	if clientID == "" || len(q["client_id"]) > 1 {
 		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient})
+		s.LogRefusal(ctx, "", ErrInvalidRequest, "no client_id, or more than one", AnsweredErrorPage)
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The request names no client, so it cannot go back to the application.")
 		return nil
 	}
 	client, err := s.Store.GetClient(ctx, clientID)
 	if errors.Is(err, store.ErrNotFound) {
 		s.record(ctx, f, events.OAuth{Type: events.AuthzRequestInvalidClient, ClientID: truncateID(clientID)})
+		s.LogRefusal(ctx, clientID, ErrInvalidClient, "unknown client", AnsweredErrorPage)
 		s.Pages.ErrorPage(w, r, http.StatusBadRequest, "The application that sent you here is not known.")
 		return nil
 	}
@@ -48,15 +52,18 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
 		if !aerr.Redirect {
+			s.LogRefusal(ctx, client.ID, aerr.Code, aerr.Description, AnsweredErrorPage)
 			s.Pages.ErrorPage(w, r, http.StatusBadRequest, aerr.Description)
 			return nil
 		}
+		s.LogRefusal(ctx, client.ID, aerr.Code, aerr.Description, AnsweredRedirect)
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
 	ar.RequestedAt = f.Time.Unix()
 	if aerr := s.oidcRequest(ctx, client, ar, q); aerr != nil {
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		s.LogRefusal(ctx, client.ID, aerr.Code, aerr.Description, AnsweredRedirect)
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
@@ -80,6 +87,7 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 		// OIDC Core section 3.1.2.6: no page may be shown; say which one was needed.
 		aerr := promptNoneError(ar, d)
 		s.record(ctx, f, events.OAuth{Type: aerr.EventType, ClientID: client.ID, AppName: client.Name})
+		s.LogRefusal(ctx, client.ID, aerr.Code, aerr.Description, AnsweredRedirect)
 		http.Redirect(w, r, s.ErrorRedirect(ar, aerr), http.StatusFound)
 		return nil
 	}
@@ -89,6 +97,28 @@ func (s *Service) Authorize(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.Redirect(w, r, PathLogin+"?request="+url.QueryEscape(id), http.StatusFound)
 	return nil
+}
+
+// Where a refused authorization request's answer went (LogRefusal).
+const (
+	AnsweredErrorPage = "error page"
+	AnsweredRedirect  = "redirect to the client"
+	AnsweredFailURL   = "the scope's failure endpoint"
+)
+
+// LogRefusal logs why an authorization request was refused, as the
+// adapter logs the other endpoints' refusals (httpx.Handle): the person
+// who asks "why was I refused?" has the request id of the error page, or
+// the client has the error of the redirect. Never a secret: the client
+// id and the answered code and description. The request's access log
+// line, with the same request id, has the route.
+func (s *Service) LogRefusal(ctx context.Context, clientID, code, why, answered string) {
+	log := s.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.InfoContext(ctx, "authorization request refused", "request_id", httpx.RequestID(ctx),
+		"client_id", truncate(clientID, 128), "code", code, "why", why, "answered", answered)
 }
 
 func truncateID(s string) string {
@@ -244,6 +274,7 @@ func (s *Service) Complete(ctx context.Context, f request.Facts, client store.Cl
 			ClientID: client.ID, AppName: client.Name, UserID: a.Subject()})
 	})
 	if errors.Is(err, errPersonInactive) {
+		s.LogRefusal(ctx, client.ID, ErrAccessDenied, "the person was blocked or deleted while approving", AnsweredRedirect)
 		return s.inactiveRedirect(ar), nil
 	}
 	if err != nil {

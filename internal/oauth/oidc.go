@@ -419,6 +419,9 @@ func (s *Service) VerifyIDTokenHint(ctx context.Context, hint string) (IDTokenCl
 // RP-Initiated Logout 1.0 section 2).
 type EndSession struct {
 	ClientID string
+	// ClientName is the name of the known client of ClientID, for the
+	// confirmation page; "" when the client is not known.
+	ClientName string
 	// Subject is the sub of a valid id_token_hint: the relying party
 	// proved which person it signs out.
 	Subject string
@@ -462,18 +465,29 @@ func (s *Service) ParseEndSession(ctx context.Context, f request.Facts, q url.Va
 		es.Subject = claims.Subject
 	}
 	target := q.Get("post_logout_redirect_uri")
-	if target == "" {
-		return es, nil
-	}
-	if es.ClientID == "" {
+	if target != "" && es.ClientID == "" {
 		return refuse("A post_logout_redirect_uri needs the id_token_hint or client_id of its client.")
 	}
-	c, err := s.Store.GetClient(ctx, es.ClientID)
-	if errors.Is(err, store.ErrNotFound) {
-		return refuse("The client is not known.")
+	var c store.Client
+	if es.ClientID != "" {
+		var err error
+		c, err = s.Store.GetClient(ctx, es.ClientID)
+		switch {
+		case errors.Is(err, store.ErrNotFound) && target != "":
+			return refuse("The client is not known.")
+		case err == nil:
+			// Only a known client is named to the person: a client_id
+			// alone is any text a link's author chose.
+			es.ClientName = c.Name
+			if es.ClientName == "" {
+				es.ClientName = c.ID
+			}
+		case !errors.Is(err, store.ErrNotFound):
+			return EndSession{}, err
+		}
 	}
-	if err != nil {
-		return EndSession{}, err
+	if target == "" {
+		return es, nil
 	}
 	if !slices.Contains(c.PostLogoutRedirectURIs, target) {
 		return refuse("The post_logout_redirect_uri is not registered for this client.")

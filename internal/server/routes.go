@@ -180,6 +180,8 @@ func (s *Server) routes(mux, adminMux *http.ServeMux) {
 	mux.Handle("POST "+login.PathActivateResend, page(s.pages.Resend))
 	mux.Handle("GET /{$}", page(s.pages.Home))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(web.Static())))
+	// Browsers ask for /favicon.ico where no page names an icon (an API's answer, say).
+	mux.Handle("GET /favicon.ico", http.RedirectHandler("/static/favicon.svg", http.StatusMovedPermanently))
 	if s.demo {
 		mux.Handle("GET /demo/callback", s.pages.DemoCallback(s.cfg.Issuer))
 	}

@@ -300,9 +300,14 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	// The client address is resolved once, behind the trusted proxies, for
 	// every throttle and event (clientaddr.Of, clientaddr.Key).
 	chain := func(h http.Handler) http.Handler {
-		return clientaddr.New(cfg.ProxyList()).Middleware(httpx.WithRequestID(
+		h = clientaddr.New(cfg.ProxyList()).Middleware(httpx.WithRequestID(
 			httpx.SecurityHeaders(strings.HasPrefix(cfg.Issuer, "https://"))(
 				httpx.Observe(logger, s.metrics.observe)(h))))
+		if opts.Demo || debugLevel(cfg.Log.Level) {
+			// Outermost: Observe must see the request the mux matched.
+			h = httpx.WithDebugAnswers(h)
+		}
+		return h
 	}
 	handler := chain(mux)
 	if clients.Generation != nil {
@@ -336,6 +341,12 @@ func applyFeatures(ctx context.Context, cim *cimconfig.Service, f config.Feature
 		}
 		return nil
 	})
+}
+
+// debugLevel: the log level (validated by config) logs debug lines.
+func debugLevel(level string) bool {
+	var l slog.Level
+	return l.UnmarshalText([]byte(level)) == nil && l <= slog.LevelDebug
 }
 
 // Handler is the HTTP interface of the public address.
