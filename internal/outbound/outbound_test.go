@@ -50,7 +50,7 @@ func TestRefusedAddresses(t *testing.T) {
 		{"::127.0.0.1", true},        // IPv4-compatible
 		{"64:ff9b::a9fe:a9fe", true}, // NAT64 of 169.254.169.254
 		{"2002:a00:1::", true},       // 6to4 of 10.0.0.1
-		{"64:ff9b::808:808", false},  // NAT64 of 8.8.8.8: DNS64 networks reach every IPv4 site so
+		{"64:ff9b::808:808", false},  // NAT64 of 8.8.8.8: DNS64 answers so for every IPv4 site
 		{"2002:808:808::", false},    // 6to4 of 8.8.8.8
 		{"8.8.8.8", false},
 		{"100.128.0.1", false},
