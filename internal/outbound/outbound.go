@@ -314,9 +314,7 @@ var refusedRanges = []netip.Prefix{
 	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (RFC 6890)
 	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking (RFC 2544)
 	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
-	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64 (RFC 6052): reaches any IPv4 address
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64 (RFC 8215)
-	netip.MustParsePrefix("2002::/16"),       // 6to4 (RFC 3056): embeds an IPv4 address
 	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, RFC 3879)
 	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated, RFC 4291)
 	netip.MustParsePrefix("100::/64"),        // discard-only (RFC 6666)
@@ -326,16 +324,32 @@ var refusedRanges = []netip.Prefix{
 	netip.MustParsePrefix("198.51.100.0/24"), // documentation
 }
 
+var (
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+)
+
 // Refused reports whether a is an address no caller-supplied URL may
 // reach: loopback, link-local (169.254.169.254, the cloud metadata
 // service, among them), private (RFC 1918, fc00::/7), unspecified,
 // multicast, CGNAT, and the reserved and translation ranges above; an
-// IPv4-mapped address (::ffff:127.0.0.1) counts as its IPv4 address.
+// IPv4-mapped, NAT64 or 6to4 address counts as the IPv4 address it embeds.
 func Refused(a netip.Addr) bool {
 	if !a.IsValid() {
 		return true
 	}
 	a = a.Unmap()
+	// NAT64 (RFC 6052) and 6to4 (RFC 3056) addresses reach the IPv4
+	// address they embed: judged by it. (Behind DNS64 every IPv4 site has
+	// a NAT64 address, so the range itself cannot be refused.)
+	if nat64.Contains(a) {
+		b := a.As16()
+		return Refused(netip.AddrFrom4([4]byte(b[12:16])))
+	}
+	if sixToFour.Contains(a) {
+		b := a.As16()
+		return Refused(netip.AddrFrom4([4]byte(b[2:6])))
+	}
 	if a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() ||
 		a.IsMulticast() || a.IsPrivate() || a.IsUnspecified() {
 		return true

@@ -45,9 +45,13 @@ func TestRefusedAddresses(t *testing.T) {
 		{"::ffff:127.0.0.1", true}, // IPv4-mapped forms count as their IPv4 address
 		{"::ffff:169.254.169.254", true},
 		{"::ffff:10.0.0.1", true},
-		{"64:ff9b::7f00:1", true}, // NAT64 of 127.0.0.1
-		{"2002:7f00:1::", true},   // 6to4 of 127.0.0.1
-		{"::127.0.0.1", true},     // IPv4-compatible
+		{"64:ff9b::7f00:1", true},    // NAT64 of 127.0.0.1
+		{"2002:7f00:1::", true},      // 6to4 of 127.0.0.1
+		{"::127.0.0.1", true},        // IPv4-compatible
+		{"64:ff9b::a9fe:a9fe", true}, // NAT64 of 169.254.169.254
+		{"2002:a00:1::", true},       // 6to4 of 10.0.0.1
+		{"64:ff9b::808:808", false},  // NAT64 of 8.8.8.8: DNS64 answers so for every IPv4 site
+		{"2002:808:808::", false},    // 6to4 of 8.8.8.8
 		{"8.8.8.8", false},
 		{"100.128.0.1", false},
 		{"172.32.0.1", false},
