@@ -1,7 +1,6 @@
 package client
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -31,8 +30,19 @@ func PolicyOf(c store.Client) RedirectPolicy {
 // application's and would bloat every client read.
 const MaxRedirectURILength = 2048
 
-// ErrRedirectURI is wrapped by every refusal of ValidateRedirectURI.
-var ErrRedirectURI = errors.New("redirect URI refused")
+// RedirectURIError is a refusal of ValidateRedirectURI: the URI (clipped)
+// and what is wrong with it.
+type RedirectURIError struct {
+	URI    string
+	Reason string
+}
+
+func (e *RedirectURIError) Error() string {
+	if e.URI == "" {
+		return "an empty redirect URI"
+	}
+	return fmt.Sprintf("%q %s", e.URI, e.Reason)
+}
 
 // RedirectURIHint names what the rule accepts, for error texts.
 const RedirectURIHint = "use https, http on a loopback IP literal (127.0.0.1, [::1]), " +
@@ -57,10 +67,10 @@ const RedirectURIHint = "use https, http on a loopback IP literal (127.0.0.1, [:
 // browser see different targets.
 func ValidateRedirectURI(s string, p RedirectPolicy) error {
 	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %q %s", ErrRedirectURI, clipURI(s), fmt.Sprintf(format, args...))
+		return &RedirectURIError{URI: clipURI(s), Reason: fmt.Sprintf(format, args...)}
 	}
 	if s == "" {
-		return fmt.Errorf("%w: an empty redirect URI", ErrRedirectURI)
+		return &RedirectURIError{}
 	}
 	if len(s) > MaxRedirectURILength {
 		return refuse("is longer than %d bytes", MaxRedirectURILength)

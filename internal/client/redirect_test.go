@@ -89,8 +89,8 @@ func TestValidateRedirectURI(t *testing.T) {
 				t.Errorf("ValidateRedirectURI(%q) accepted", tc.uri)
 			case !tc.ok && !strings.Contains(err.Error(), tc.want):
 				t.Errorf("ValidateRedirectURI(%q) = %v, want it to say %q", tc.uri, err, tc.want)
-			case !tc.ok && !errors.Is(err, ErrRedirectURI):
-				t.Errorf("ValidateRedirectURI(%q) = %v, not an ErrRedirectURI", tc.uri, err)
+			case !tc.ok && !errors.As(err, new(*RedirectURIError)):
+				t.Errorf("ValidateRedirectURI(%q) = %v, not a *RedirectURIError", tc.uri, err)
 			}
 			if err := ValidateRedirectURI(tc.uri, RedirectPolicy{InsecureHTTP: true}); (err == nil) != tc.dev {
 				t.Errorf("under the dev switch ValidateRedirectURI(%q) = %v, want accepted %v", tc.uri, err, tc.dev)
@@ -134,8 +134,8 @@ func FuzzValidateRedirectURI(f *testing.F) {
 			t.Fatalf("%q: accepted strictly, refused under the dev switch: %v", s, devErr)
 		}
 		if devErr != nil {
-			if !errors.Is(devErr, ErrRedirectURI) {
-				t.Fatalf("%q: refusal %v is not an ErrRedirectURI", s, devErr)
+			if !errors.As(devErr, new(*RedirectURIError)) {
+				t.Fatalf("%q: refusal %v is not a *RedirectURIError", s, devErr)
 			}
 			return
 		}
