@@ -30,6 +30,10 @@ func addDemo(cfg *config.Config) (*demoBanner, error) {
 		redirect: cfg.Issuer + "/demo/callback",
 	}
 	yes := true
+	// The demo is development: an issuer on cleartext http off loopback
+	// (a container's http://localhost:8080) may still receive its codes,
+	// with the start-up warning of the config file's switch.
+	insecure := client.ValidateRedirectURI(b.redirect, client.RedirectPolicy{}) != nil
 	for _, c := range cfg.Clients {
 		if c.ClientID == demoConfidentialID || c.ClientID == demoPublicID {
 			return nil, fmt.Errorf("--demo: the config already defines client %q", c.ClientID)
@@ -47,16 +51,18 @@ func addDemo(cfg *config.Config) (*demoBanner, error) {
 			Scopes:          []string{"read", "write"},
 			ConsentRequired: &yes,
 			// The demo's resource server: it may introspect the SPA's tokens too.
-			IntrospectAnyToken: true,
+			IntrospectAnyToken:            true,
+			AllowInsecureHTTPRedirectURIs: insecure,
 		},
 		config.Client{
-			ClientID:                demoPublicID,
-			Name:                    "Demo SPA (public, PKCE)",
-			TokenEndpointAuthMethod: client.AuthNone,
-			RedirectURIs:            []string{b.redirect},
-			GrantTypes:              []string{client.GrantAuthorizationCode, client.GrantRefreshToken, client.GrantDeviceCode},
-			Scopes:                  []string{"read"},
-			ConsentRequired:         &yes,
+			ClientID:                      demoPublicID,
+			Name:                          "Demo SPA (public, PKCE)",
+			TokenEndpointAuthMethod:       client.AuthNone,
+			RedirectURIs:                  []string{b.redirect},
+			GrantTypes:                    []string{client.GrantAuthorizationCode, client.GrantRefreshToken, client.GrantDeviceCode},
+			Scopes:                        []string{"read"},
+			ConsentRequired:               &yes,
+			AllowInsecureHTTPRedirectURIs: insecure,
 		})
 	cfg.Persons = append(cfg.Persons, config.Person{
 		Email: demoPersonEmail, Password: b.password, FirstName: "Jane", LastName: "Doe",
