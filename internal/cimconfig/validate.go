@@ -219,7 +219,7 @@ func (f *Features) validate(p *problems, path string) {
 }
 
 func (u *UIExtension) validate(p *problems, path string) {
-	p.url(path+".base_url", u.BaseURL)
+	p.redirectURL(path+".base_url", u.BaseURL) // the login redirect goes there
 	if u.LoginPath != nil && *u.LoginPath != "" && !strings.HasPrefix(*u.LoginPath, "/") {
 		p.add(path+".login_path", "must be a path starting with /")
 	}
