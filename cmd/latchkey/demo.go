@@ -34,6 +34,10 @@ func demoClients(issuer, secret string) []config.Client {
 	redirect := issuer + "/demo/callback"
 	// RP-initiated logout returns to the demo page, which says so.
 	loggedOut := []string{redirect}
+	// The demo is development: an issuer on cleartext http off loopback
+	// (a container's http://localhost:8080) may still receive its codes,
+	// with the start-up warning of the config file's switch.
+	insecure := client.ValidateRedirectURI(redirect, client.RedirectPolicy{}) != nil
 	return []config.Client{
 		{
 			ClientID:                demoConfidentialID,
@@ -47,17 +51,19 @@ func demoClients(issuer, secret string) []config.Client {
 			Scopes:          []string{"read", "write"},
 			ConsentRequired: &yes,
 			// The demo's resource server: it may introspect the SPA's tokens too.
-			IntrospectAnyToken: true,
+			IntrospectAnyToken:            true,
+			AllowInsecureHTTPRedirectURIs: insecure,
 		},
 		{
-			ClientID:                demoPublicID,
-			Name:                    "Demo SPA (public, PKCE)",
-			TokenEndpointAuthMethod: client.AuthNone,
-			RedirectURIs:            []string{redirect},
-			PostLogoutRedirectURIs:  loggedOut,
-			GrantTypes:              []string{client.GrantAuthorizationCode, client.GrantRefreshToken, client.GrantDeviceCode},
-			Scopes:                  []string{"read"},
-			ConsentRequired:         &yes,
+			ClientID:                      demoPublicID,
+			Name:                          "Demo SPA (public, PKCE)",
+			TokenEndpointAuthMethod:       client.AuthNone,
+			RedirectURIs:                  []string{redirect},
+			PostLogoutRedirectURIs:        loggedOut,
+			GrantTypes:                    []string{client.GrantAuthorizationCode, client.GrantRefreshToken, client.GrantDeviceCode},
+			Scopes:                        []string{"read"},
+			ConsentRequired:               &yes,
+			AllowInsecureHTTPRedirectURIs: insecure,
 		},
 	}
 }

@@ -40,7 +40,7 @@ clients:
     introspect_any_token: true
   - client_id: app
     token_endpoint_auth_method: none
-    redirect_uris: [http://app.example/cb]
+    redirect_uris: [https://app.example/cb]
     grant_types: [authorization_code, refresh_token]
     scopes: [read, "access:device-authorization:approve"]
     consent_required: false
@@ -62,7 +62,7 @@ trusted_proxies: [127.0.0.1]` + lbClients + `persons:
 const (
 	lbPerson   = "jane@example.com"
 	lbPassword = "correct horse battery staple"
-	lbRedirect = "http://app.example/cb"
+	lbRedirect = "https://app.example/cb"
 	m2mForm    = "client_id=m2m&client_secret=m2m-secret-m2m-secret"
 	// The balancer checks readiness every 200 ms and takes a server out
 	// after 2 failed checks; the drain delay outlasts that (400 ms).

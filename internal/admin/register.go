@@ -183,11 +183,9 @@ func (s *Service) registrationOf(ctx context.Context, m Metadata, id string) (cl
 			}
 		}
 	}
-	for _, u := range m.RedirectURIs {
-		if err := client.ValidateRedirectURI(u); err != nil {
-			return r, metaErr("invalid_redirect_uri", "redirect_uris: %v", err)
-		}
-	}
+	// redirect_uris and post_logout_redirect_uris: client.ValidateRedirectURI,
+	// in validate, under the zero policy (a registrant never gets cleartext
+	// http off loopback); redirect_uris answers invalid_redirect_uri.
 	in := ClientInput{Name: m.ClientName, TokenEndpointAuthMethod: method, JWKS: m.JWKS, JWKSURI: m.JWKSURI,
 		RedirectURIs: m.RedirectURIs, GrantTypes: grants, Scopes: scopes, PostLogoutRedirectURIs: m.PostLogoutRedirectURIs}
 	r, err := s.registration(in, id)

@@ -78,7 +78,7 @@ func (h *Handler) AddURL(l URLList, status int) httpx.HandlerFunc {
 			return err
 		}
 		var p problems
-		p.absURL("url", in.URL)
+		p.redirect("url", in.URL)
 		if err := p.err(); err != nil {
 			return badRequest(err)
 		}

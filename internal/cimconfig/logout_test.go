@@ -1,9 +1,12 @@
 package cimconfig_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 
@@ -64,4 +67,58 @@ func TestLogoutRedirectsFollowTheWhitelist(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLogoutRefusesAStoredBadTarget: a redirects unit written before the
+// redirect URI rule (forged here in the store, past the API's validation)
+// never sends the browser to a script or cleartext address: /logout checks
+// the rule again where it decides.
+func TestLogoutRefusesAStoredBadTarget(t *testing.T) {
+	no := false
+	for _, backend := range servertest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			clock := servertest.NewClock()
+			s := servertest.Start(t, configAPI(func(c *config.Config) {
+				c.Clients = []config.Client{{ClientID: "spa", TokenEndpointAuthMethod: "none", RedirectURIs: []string{"https://app.example.com/cb"},
+					GrantTypes: []string{"authorization_code"}, Scopes: []string{"read"}, ConsentRequired: &no}}
+				c.Persons = []config.Person{{Email: "jane@example.com", Password: "correct horse battery staple"}}
+			}), servertest.Options{Backend: backend, Clock: clock})
+			const script, plain = "JAVASCRIPT://app.example.com/%0aalert(1)", "http://app.example.com/plain"
+			err := s.Store.UpdateConfigUnits(context.Background(), []string{"redirects"}, func(map[string]string) (map[string]string, error) {
+				return map[string]string{"redirects": fmt.Sprintf(`{"url_after_logout":%q,"url_whitelist":[{"id":"w1","url":%q},{"id":"w2","url":%q}]}`,
+					script, script, plain)}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Minute) // past the configuration cache
+			b := s.Browser()
+			oc := &oauth2.Config{ClientID: "spa", RedirectURL: "https://app.example.com/cb", Scopes: []string{"read"},
+				Endpoint: oauth2.Endpoint{AuthURL: s.URL + "/oauth/authorize"}}
+			authURL := oc.AuthCodeURL("st", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))
+			s.Authorize(t, b, authURL, "jane@example.com", "correct horse battery staple", "allow")
+			logout := func(q string) *http.Response {
+				t.Helper()
+				resp, err := b.Get(s.URL + "/logout" + q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp
+			}
+			for _, target := range []string{script, plain} {
+				r := logout("?post_logout_redirect_uri=" + url.QueryEscape(target))
+				if r.StatusCode != http.StatusBadRequest || r.Header.Get("Location") != "" {
+					t.Errorf("logout to the stored %q: %d to %q, want 400 and no Location", target, r.StatusCode, r.Header.Get("Location"))
+				}
+			}
+			// The stored default is dropped: signed out, on latchkey's own page.
+			if r := logout(""); r.StatusCode != http.StatusOK || r.Header.Get("Location") != "" {
+				t.Errorf("logout with a stored script url_after_logout: %d to %q, want 200 and no Location", r.StatusCode, r.Header.Get("Location"))
+			}
+			if f := s.Authorize(t, b, authURL, "jane@example.com", "correct horse battery staple", "allow"); f.LoginPages != 1 {
+				t.Errorf("after the logout the next authorization showed %d login pages, want 1", f.LoginPages)
+			}
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/pwpolicy"
 	"github.com/latchkey/latchkey/internal/request"
@@ -262,20 +263,24 @@ func (s *Service) Messages(lang string) map[string]string {
 // LogoutTarget applies the redirects unit to a logout: a requested address
 // must be on url_whitelist, or be url_after_logout or default_origin_url
 // themselves (exact match, as RFC 9700 asks of redirect URIs); without one
-// the browser goes to url_after_logout when set.
+// the browser goes to url_after_logout when set. Both pass the redirect
+// URI rule here again, at the decision: a unit stored before the rule may
+// hold a javascript: or cleartext address. A refused default is dropped
+// (the signed-out page), a refused request refused.
 func (s *Service) LogoutTarget(ctx context.Context, requested string) (string, bool, error) {
 	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return "", false, err
 	}
 	rd := snap.Redirects
+	allowed := func(u string) bool { return client.ValidateRedirectURI(u, client.RedirectPolicy{}) == nil }
 	if requested == "" {
-		if rd != nil && rd.URLAfterLogout != nil {
+		if rd != nil && rd.URLAfterLogout != nil && allowed(*rd.URLAfterLogout) {
 			return *rd.URLAfterLogout, true, nil
 		}
 		return "", true, nil
 	}
-	return requested, rd != nil && rd.Allows(requested), nil
+	return requested, rd != nil && rd.Allows(requested) && allowed(requested), nil
 }
 
 // Allows reports whether a redirect to u is allowed.

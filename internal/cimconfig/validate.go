@@ -3,6 +3,7 @@ package cimconfig
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/mail"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/lazyre"
 )
 
@@ -79,6 +81,28 @@ func (p *problems) url(path string, v *string) {
 	}
 }
 
+// redirect checks an address the browser is sent back to with the redirect
+// URI rule of the clients (client.ValidateRedirectURI), under its zero
+// policy: no API caller gets cleartext http off loopback, nor a script or
+// local scheme.
+func (p *problems) redirect(path, s string) {
+	err := client.ValidateRedirectURI(s, client.RedirectPolicy{})
+	var re *client.RedirectURIError
+	switch {
+	case err == nil:
+	case errors.As(err, &re) && re.URI != "":
+		p.add(path, "%s", re.Reason)
+	default:
+		p.add(path, "must not be empty")
+	}
+}
+
+func (p *problems) redirectURL(path string, v *string) {
+	if v != nil && *v != "" {
+		p.redirect(path, *v)
+	}
+}
+
 func (p *problems) base64(path string, v *string) {
 	if v != nil && *v != "" {
 		if _, err := base64.StdEncoding.DecodeString(*v); err != nil {
@@ -112,9 +136,10 @@ func (p *problems) messages(path string, m map[string]string) {
 	}
 }
 
+// whitelist checks a list of return URLs (action tokens, redirects).
 func (p *problems) whitelist(path string, urls []WhitelistedURL) {
 	for i, w := range urls {
-		p.absURL(fmt.Sprintf("%s[%d].url", path, i), w.URL)
+		p.redirect(fmt.Sprintf("%s[%d].url", path, i), w.URL)
 	}
 }
 
@@ -194,7 +219,7 @@ func (f *Features) validate(p *problems, path string) {
 }
 
 func (u *UIExtension) validate(p *problems, path string) {
-	p.url(path+".base_url", u.BaseURL)
+	p.redirectURL(path+".base_url", u.BaseURL) // the login redirect goes there
 	if u.LoginPath != nil && *u.LoginPath != "" && !strings.HasPrefix(*u.LoginPath, "/") {
 		p.add(path+".login_path", "must be a path starting with /")
 	}
@@ -225,11 +250,11 @@ func (s *StepUp) validate(p *problems, path string) {
 }
 
 func (r *Redirects) validate(p *problems, path string) {
-	p.url(path+".url_after_login", r.URLAfterLogin)
-	p.url(path+".url_after_logout", r.URLAfterLogout)
-	p.url(path+".url_after_sign_up", r.URLAfterSignUp)
-	p.url(path+".url_after_activation", r.URLAfterActivation)
-	p.url(path+".default_origin_url", r.DefaultOriginURL)
+	p.redirectURL(path+".url_after_login", r.URLAfterLogin)
+	p.redirectURL(path+".url_after_logout", r.URLAfterLogout)
+	p.redirectURL(path+".url_after_sign_up", r.URLAfterSignUp)
+	p.redirectURL(path+".url_after_activation", r.URLAfterActivation)
+	p.redirectURL(path+".default_origin_url", r.DefaultOriginURL)
 	p.whitelist(path+".url_whitelist", r.URLWhitelist)
 }
 

@@ -130,12 +130,12 @@ func (r Registration) Validate() error {
 		}
 	}
 	for _, u := range r.RedirectURIs {
-		if err := ValidateRedirectURI(u); err != nil {
+		if err := ValidateRedirectURI(u, PolicyOf(r.Client)); err != nil {
 			return fieldErr("redirect_uris", "redirect_uris: %v", err)
 		}
 	}
 	for _, u := range r.PostLogoutRedirectURIs {
-		if err := ValidateRedirectURI(u); err != nil {
+		if err := ValidateRedirectURI(u, PolicyOf(r.Client)); err != nil {
 			return fieldErr("post_logout_redirect_uris", "post_logout_redirect_uris: %v", err)
 		}
 	}
@@ -222,22 +222,6 @@ func (r Registration) Stored(hashSecret func(secret string) []byte) store.Client
 		c.SecretHash = hashSecret(r.Secret)
 	}
 	return c
-}
-
-// ValidateRedirectURI checks a registered redirect URI: absolute, without a
-// fragment (RFC 6749 section 3.1.2).
-func ValidateRedirectURI(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Opaque != "" && u.Scheme != "urn" {
-		return fmt.Errorf("%q is not an absolute URI", s)
-	}
-	if u.Fragment != "" || strings.Contains(s, "#") {
-		return fmt.Errorf("%q must not have a fragment", s)
-	}
-	if (u.Scheme == "http" || u.Scheme == "https") && u.Host == "" {
-		return fmt.Errorf("%q has no host", s)
-	}
-	return nil
 }
 
 // ValidScopeToken reports whether s is a scope-token of RFC 6749 section 3.3:

@@ -120,14 +120,3 @@ func TestStoredKeepsOnlyTheSecretsHash(t *testing.T) {
 		t.Error("a client of method none is not public")
 	}
 }
-
-func FuzzValidateRedirectURI(f *testing.F) {
-	for _, s := range []string{"https://a.example/cb", "/cb", "https://a.example/cb#x", "com.example.app:/cb", "http://"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if ValidateRedirectURI(s) == nil && strings.Contains(s, "#") {
-			t.Errorf("accepted %q with a fragment", s)
-		}
-	})
-}

@@ -37,6 +37,10 @@ type Client struct {
 	PostLogoutRedirectURIs []string `yaml:"post_logout_redirect_uris"`
 	// AccessTokenFormat: jwt (RFC 9068) or opaque (the default).
 	AccessTokenFormat string `yaml:"access_token_format"`
+	// AllowInsecureHTTPRedirectURIs lets this client's redirect URIs use
+	// cleartext http on any host, for development (warned about at start;
+	// docs/SECURITY.md). No API or registration can set it.
+	AllowInsecureHTTPRedirectURIs bool `yaml:"allow_insecure_http_redirect_uris"`
 }
 
 // APIUser is an HTTP basic credential for the basic_auth APIs.
@@ -84,6 +88,7 @@ func (cl *Client) Registration() (client.Registration, error) {
 		AppIdentifier: cl.AppIdentifier, AppPlatform: cl.AppPlatform, AppVersion: cl.AppVersion,
 		IntrospectAnyToken: cl.IntrospectAnyToken, DeviceApprovalClients: cl.DeviceApprovalClients,
 		PostLogoutRedirectURIs: cl.PostLogoutRedirectURIs, AccessTokenFormat: cl.AccessTokenFormat,
+		AllowInsecureHTTPRedirectURIs: cl.AllowInsecureHTTPRedirectURIs,
 	}}
 	if cl.ConsentRequired != nil {
 		r.ConsentRequired = *cl.ConsentRequired

@@ -57,6 +57,35 @@ func TestLoadClientDefaults(t *testing.T) {
 	}
 }
 
+// The config file, and only it, may allow cleartext http redirect URIs on
+// other hosts (development); the switch reaches the client it is set on.
+func TestInsecureHTTPRedirectSwitch(t *testing.T) {
+	c, err := Load(writeFile(t, `clients:
+  - client_id: dev
+    token_endpoint_auth_method: none
+    allow_insecure_http_redirect_uris: true
+    redirect_uris: [http://dev.example:3000/cb]
+    post_logout_redirect_uris: [http://dev.example:3000/bye]
+  - client_id: prod
+    token_endpoint_auth_method: none
+    redirect_uris: [https://app.example/cb]
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := c.Clients[0].Registration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := c.Clients[1].Registration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dev.AllowInsecureHTTPRedirectURIs || prod.AllowInsecureHTTPRedirectURIs {
+		t.Errorf("switch on dev %v, on prod %v", dev.AllowInsecureHTTPRedirectURIs, prod.AllowInsecureHTTPRedirectURIs)
+	}
+}
+
 func TestEnvOverridesFile(t *testing.T) {
 	p := writeFile(t, "listen: 127.0.0.1:9000\nlog:\n  level: warn\n")
 	c, err := Load(p, []string{
@@ -107,7 +136,11 @@ func TestLoadErrors(t *testing.T) {
 		{"hash must be PHC", client("    client_secret_hash: plain\n    grant_types: [client_credentials]\n"), nil, "PHC"},
 		{"unknown grant type", client("    client_secret: aaaaaaaaaaaaaaaaaaaa\n    grant_types: [magic]\n"), nil, "not a known grant type"},
 		{"public client cannot use client_credentials", client("    grant_types: [client_credentials]\n"), nil, "public client cannot use client_credentials"},
-		{"redirect uri must be absolute", client("    redirect_uris: [/cb]\n"), nil, "not an absolute URI"},
+		{"redirect uri must be absolute", client("    redirect_uris: [/cb]\n"), nil, "is relative"},
+		{"a javascript redirect uri is refused", client("    redirect_uris: ['JAVASCRIPT://a.example/%0aalert(1)']\n"), nil, "redirect_uris"},
+		{"a data post-logout redirect uri is refused", client("    redirect_uris: [https://a.example/cb]\n    post_logout_redirect_uris: ['data:text/html,x']\n"), nil, "post_logout_redirect_uris"},
+		{"cleartext http off loopback needs the dev switch", client("    redirect_uris: [http://dev.example/cb]\n"), nil, "cleartext http"},
+		{"the dev switch does not let script schemes through", client("    allow_insecure_http_redirect_uris: true\n    redirect_uris: [http://dev.example/cb, 'javascript:alert(1)']\n"), nil, "javascript"},
 		{"redirect uri without fragment", client("    redirect_uris: ['https://a.example/cb#x']\n"), nil, "fragment"},
 		{"code grant needs a redirect uri", client("    grant_types: [authorization_code]\n"), nil, "needs at least one redirect URI"},
 		{"bad scope token", client("    redirect_uris: [https://a.example/cb]\n    scopes: ['a b']\n"), nil, "scope token"},

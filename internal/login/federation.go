@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/federation"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/identity"
@@ -214,7 +215,10 @@ func (p *Pages) upstreamLogout(w http.ResponseWriter, r *http.Request, sess stor
 func (p *Pages) UpstreamLoggedOut(w http.ResponseWriter, r *http.Request) error {
 	t, lang := Messages(r.URL.Query().Get("language"))
 	st, err := p.Federation.TakeState(r.Context(), p.facts(r), store.FederationLogout, r.URL.Query().Get("state"), boundValue(r))
-	if err == nil && st.Target != "" {
+	// The target passed the rule when the logout began; the stored row is
+	// checked again for script and local schemes (which client it was is not
+	// kept, so a config file client's cleartext http stays allowed).
+	if err == nil && st.Target != "" && client.ValidateRedirectURI(st.Target, client.RedirectPolicy{InsecureHTTP: true}) == nil {
 		http.Redirect(w, r, st.Target, http.StatusSeeOther)
 		return nil
 	}

@@ -525,6 +525,11 @@ func (p *Pages) requestError(w http.ResponseWriter, r *http.Request, err error) 
 		p.render(w, http.StatusBadRequest, "error.html", &pageData{Lang: lang, T: t, Message: t["error.expired"]})
 		return nil
 	}
+	if errors.Is(err, oauth.ErrRedirectRefused) {
+		t, lang := Messages(r.URL.Query().Get("language"))
+		p.render(w, http.StatusBadRequest, "error.html", &pageData{Lang: lang, T: t, Message: t["error.redirect"]})
+		return nil
+	}
 	return err
 }
 

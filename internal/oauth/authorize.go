@@ -160,6 +160,11 @@ func ParseAuthorizeRequest(client store.Client, q url.Values) (*AuthorizeRequest
 	default:
 		return nil, page("The redirect_uri parameter is required for this client.")
 	}
+	if !redirectAllowed(client, client.RedirectURIs, ar.RedirectURI) {
+		// Registered before the redirect URI rule, or forged in the store:
+		// a javascript: or cleartext address never gets a Location.
+		return nil, page("The redirect_uri registered for this client is not allowed.")
+	}
 
 	// From here on the redirect URI is trusted: errors go back to the client.
 	ar.State = q.Get("state")

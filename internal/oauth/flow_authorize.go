@@ -146,7 +146,8 @@ func (s *Service) SaveRequest(ctx context.Context, ar *AuthorizeRequest) (string
 // ErrRequestGone: the pending request is unknown, used or expired.
 var ErrRequestGone = errors.New("oauth: authorization request unknown or expired")
 
-// LoadRequest returns a pending request and its client.
+// LoadRequest returns a pending request and its client; ErrRedirectRefused
+// when its redirect URI may no longer receive the answer.
 func (s *Service) LoadRequest(ctx context.Context, id string) (*AuthorizeRequest, store.Client, error) {
 	if id == "" || len(id) > 64 {
 		return nil, store.Client{}, ErrRequestGone
@@ -169,7 +170,16 @@ func (s *Service) LoadRequest(ctx context.Context, id string) (*AuthorizeRequest
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, store.Client{}, ErrRequestGone
 	}
-	return &ar, client, err
+	if err != nil {
+		return nil, store.Client{}, err
+	}
+	// Rechecked at every load: the client may have dropped the address
+	// since, and the saved row is not trusted to hold a checked one. A
+	// device verification has no redirect URI (its pages answer).
+	if (ar.DeviceUserCode == "" || ar.RedirectURI != "") && !redirectAllowed(client, client.RedirectURIs, ar.RedirectURI) {
+		return nil, store.Client{}, ErrRedirectRefused
+	}
+	return &ar, client, nil
 }
 
 // FinishRequest forgets a pending request once it has been answered.

@@ -492,6 +492,10 @@ func (s *Service) ParseEndSession(ctx context.Context, f request.Facts, q url.Va
 	if !slices.Contains(c.PostLogoutRedirectURIs, target) {
 		return refuse("The post_logout_redirect_uri is not registered for this client.")
 	}
+	if !redirectAllowed(c, c.PostLogoutRedirectURIs, target) {
+		// Registered before the redirect URI rule, or forged in the store.
+		return refuse("The post_logout_redirect_uri registered for this client is not allowed.")
+	}
 	es.Target = target
 	if st := q.Get("state"); st != "" {
 		es.Target = addQuery(target, url.Values{"state": {st}})

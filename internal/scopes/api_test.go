@@ -150,6 +150,8 @@ func TestScopeAPIErrors(t *testing.T) {
 		{"fractional limit", call{"POST", path, `{"scope_id":"x","usage_limit":1.5}`, admin}, 400, "invalid_request", "usage_limit"},
 		{"bad locale", call{"POST", path, `{"scope_id":"x","descriptions":{"english":"x"}}`, admin}, 400, "invalid_request", "descriptions"},
 		{"relative endpoint", call{"POST", path, `{"scope_id":"x","service_endpoint":"/x"}`, admin}, 400, "invalid_request", "service_endpoint"},
+		{"script failure endpoint", call{"POST", path, `{"scope_id":"x","verification_failed_endpoint":"JAVASCRIPT://x/%0aalert(1)"}`, admin}, 400, "invalid_request", "verification_failed_endpoint"},
+		{"cleartext failure endpoint", call{"POST", path, `{"scope_id":"x","verification_failed_endpoint":"http://svc.example/failed"}`, admin}, 400, "invalid_request", "verification_failed_endpoint"},
 		{"unknown member", call{"POST", path, `{"scope_id":"x","colour":"red"}`, admin}, 400, "invalid_request", "colour"},
 		{"malformed json", call{"POST", path, `{"scope_id":`, admin}, 400, "invalid_request", ""},
 		{"trailing data", call{"POST", path, `{"scope_id":"x"}{}`, admin}, 400, "invalid_request", ""},

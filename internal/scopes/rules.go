@@ -3,6 +3,7 @@ package scopes
 import (
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/store"
 )
 
@@ -21,6 +22,10 @@ func UsageLimit(cs []store.Scope) int {
 // RequiredLevel is the highest authentication_level among cs, and where to
 // send the person when it cannot be met: the verification_failed_endpoint,
 // else the service_endpoint, of the scope that asks for it ("" for none).
+// The browser goes there, so it must pass the redirect URI rule here, at
+// the decision (a row may predate the rule; service_endpoint is not held
+// to it when written): one that fails is "" (the client hears
+// access_denied instead).
 func RequiredLevel(cs []store.Scope) (level int, failURL string) {
 	for _, s := range cs {
 		if s.AuthenticationLevel > level {
@@ -30,6 +35,9 @@ func RequiredLevel(cs []store.Scope) (level int, failURL string) {
 				failURL = s.ServiceEndpoint
 			}
 		}
+	}
+	if failURL != "" && client.ValidateRedirectURI(failURL, client.RedirectPolicy{}) != nil {
+		failURL = ""
 	}
 	return level, failURL
 }

@@ -36,6 +36,17 @@ func TestRequiredLevel(t *testing.T) {
 	if level, url := RequiredLevel(nil); level != 0 || url != "" {
 		t.Errorf("no scopes: %d %q", level, url)
 	}
+	// A stored endpoint that fails the redirect URI rule (written before
+	// it, or a service_endpoint, which is not held to it) is never where
+	// the browser goes.
+	for _, bad := range []string{"javascript://b/%0aalert(1)", "data:text/html,x", "http://b.example/failed"} {
+		for _, sc := range []store.Scope{{ID: "v", AuthenticationLevel: 3, VerificationFailedEndpoint: bad},
+			{ID: "s", AuthenticationLevel: 3, ServiceEndpoint: bad}} {
+			if level, url := RequiredLevel(append([]store.Scope{cs[0]}, sc)); level != 3 || url != "" {
+				t.Errorf("%+v: got %d %q, want 3 and no URL", sc, level, url)
+			}
+		}
+	}
 }
 
 func TestDescriptionFallsBack(t *testing.T) {

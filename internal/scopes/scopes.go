@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 
+	"github.com/latchkey/latchkey/internal/client"
 	"github.com/latchkey/latchkey/internal/clientauth"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/httpx"
@@ -110,9 +111,14 @@ func validate(b body) (store.Scope, error) {
 	if b.UsageLimit < 0 || b.UsageLimit > maxInt {
 		details = append(details, "usage_limit: must be an integer from 0 (unlimited) to 2147483647")
 	}
-	for name, ep := range map[string]*string{"service_endpoint": b.ServiceEndpoint, "verification_failed_endpoint": b.VerificationFailedEndpoint} {
-		if ep != nil && *ep != "" && !absoluteURL(*ep) {
-			details = append(details, name+": must be an absolute http(s) URL")
+	if ep := b.ServiceEndpoint; ep != nil && *ep != "" && !absoluteURL(*ep) {
+		details = append(details, "service_endpoint: must be an absolute http(s) URL")
+	}
+	// The browser is sent to verification_failed_endpoint: the redirect URI
+	// rule of the clients (no script scheme, no cleartext http off loopback).
+	if ep := b.VerificationFailedEndpoint; ep != nil && *ep != "" {
+		if err := client.ValidateRedirectURI(*ep, client.RedirectPolicy{}); err != nil {
+			details = append(details, "verification_failed_endpoint: "+err.Error())
 		}
 	}
 	for loc, text := range b.Descriptions {

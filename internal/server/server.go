@@ -368,6 +368,12 @@ func (s *Server) staticClients() ([]store.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("client %s: %w", c.ClientID, err)
 		}
+		if c.AllowInsecureHTTPRedirectURIs {
+			// RFC 9700 section 2.6: a code over cleartext http can be read on
+			// the way. Allowed for development only, and said so.
+			s.log.Warn("client allows cleartext http redirect URIs on any host: for development only (allow_insecure_http_redirect_uris)",
+				"client_id", c.ClientID)
+		}
 		out = append(out, sc)
 	}
 	return out, nil

@@ -79,6 +79,11 @@ type Client struct {
 	// AccessTokenFormat is "jwt" for RFC 9068 access tokens; "" or
 	// "opaque" for latchkey's opaque ones.
 	AccessTokenFormat string
+	// AllowInsecureHTTPRedirectURIs lets cleartext http redirect URIs on
+	// any host through (the config file's development switch). It is never
+	// stored: only the config file's clients, which live in memory
+	// (client.Static), can have it, so no API can set it.
+	AllowInsecureHTTPRedirectURIs bool
 	// RegistrationHash is the keyed hash of the registration_access_token
 	// of a dynamically registered client (RFC 7591); nil for the others.
 	RegistrationHash []byte
