@@ -121,7 +121,9 @@ func TestKeysOnSQLite(t *testing.T) {
 		code int
 		msg  string
 	}{
-		"no subcommand":      {[]string{"keys"}, 2, `want "keys list" or "keys rotate"`},
+		"no subcommand":      {[]string{"keys"}, 2, `want "keys list", "keys rotate" or "keys retire KID"`},
+		"retire without KID": {[]string{"keys", "retire"}, 2, "want the KID"},
+		"retire two KIDs":    {[]string{"keys", "retire", "a", "b"}, 2, "unexpected argument"},
 		"unknown subcommand": {[]string{"keys", "delete"}, 2, "unknown subcommand"},
 		"extra argument":     {[]string{"keys", "list", "now"}, 2, "unexpected argument"},
 	} {
@@ -173,5 +175,59 @@ func TestKeysRotateBesideRunningPostgres(t *testing.T) {
 	after := jwksKids(t, s.URL)
 	if len(before) != 1 || len(after) != 2 || after[0] != before[0] || after[1] != strings.Fields(rows[1])[0] {
 		t.Errorf("JWKS before the rotation %v, after %v; want the running server to publish the new key second", before, after)
+	}
+}
+
+// The emergency rotation beside a running PostgreSQL server: retiring the
+// only signing key is refused with what to do instead; rotate --now makes
+// a key that the server signs with at once; retire takes the old key out
+// of the server's JWKS at its next read of the keys (within 30 s).
+func TestKeysEmergencyRotationBesideRunningPostgres(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	clock := servertest.NewClock()
+	s := servertest.Start(t, &config.Config{}, servertest.Options{Backend: "postgres", PostgresURL: dsn, Clock: clock})
+	keyFile := filepath.Join(t.TempDir(), "secret.key")
+	os.WriteFile(keyFile, servertest.Key, 0o600)
+	t.Setenv("LATCHKEY_DATABASE", dsn)
+	t.Setenv("LATCHKEY_SECRET_KEY_FILE", keyFile)
+
+	before := jwksKids(t, s.URL)
+	if len(before) != 1 {
+		t.Fatalf("JWKS at start: %v, want one key", before)
+	}
+	old := before[0]
+	code, out, errs := runCLI("keys", "retire", old)
+	if code != 1 || !strings.Contains(errs, "keys rotate --now first") || out != "" || strings.Count(errs, "\n") != 1 {
+		t.Errorf("retire the only signing key: exit %d, stdout %q, stderr %q; want exit 1 and one line naming rotate --now", code, out, errs)
+	}
+	if code, _, errs := runCLI("keys", "retire", "no-such-kid"); code != 1 || !strings.Contains(errs, "no key") {
+		t.Errorf("retire an unknown kid: exit %d, stderr %q", code, errs)
+	}
+
+	code, out, errs = runCLI("keys", "rotate", "--now")
+	if code != 0 || !strings.Contains(out, "published and signing now") {
+		t.Fatalf("rotate --now: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	_, out, _ = runCLI("keys", "list")
+	rows := keyLines(out)
+	if len(rows) != 2 || !strings.Contains(rows[1], " signing ") || !strings.Contains(rows[0], " retired ") {
+		t.Fatalf("keys list after rotate --now: %q, want the new key signing and the old one retired", out)
+	}
+	fresh := strings.Fields(rows[1])[0]
+	clock.Advance(time.Minute) // past the server's cache of the keys
+	if kids := jwksKids(t, s.URL); len(kids) != 2 || kids[0] != fresh || kids[1] != old {
+		t.Errorf("JWKS after rotate --now: %v, want [%s %s] (the new key signs, so it is first)", kids, fresh, old)
+	}
+
+	code, out, errs = runCLI("keys", "retire", old, "--config", "")
+	if code != 0 || !strings.Contains(out, "retired signing key "+old) {
+		t.Fatalf("retire the replaced key: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	clock.Advance(time.Minute)
+	if kids := jwksKids(t, s.URL); len(kids) != 1 || kids[0] != fresh {
+		t.Errorf("JWKS after retire: %v, want only [%s]", kids, fresh)
+	}
+	if code, _, errs := runCLI("keys", "retire", fresh); code != 1 || !strings.Contains(errs, "rotate --now first") {
+		t.Errorf("retire the new signing key: exit %d, stderr %q", code, errs)
 	}
 }

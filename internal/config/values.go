@@ -53,10 +53,15 @@ func applyEnv(c *Config, environ []string) error {
 	if len(env) == 0 {
 		return nil
 	}
-	return walkEnv(reflect.ValueOf(c).Elem(), "LATCHKEY", env)
+	if c.explicit == nil {
+		c.explicit = map[string]bool{}
+	}
+	return walkEnv(reflect.ValueOf(c).Elem(), "LATCHKEY", "", env, c.explicit)
 }
 
-func walkEnv(v reflect.Value, prefix string, env map[string]string) error {
+// walkEnv sets the fields of v from env, and records each key it set in
+// explicit (by its path in the file: "oidc.key_publish_ahead").
+func walkEnv(v reflect.Value, prefix, path string, env map[string]string, explicit map[string]bool) error {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -65,10 +70,17 @@ func walkEnv(v reflect.Value, prefix string, env map[string]string) error {
 			continue
 		}
 		name := prefix + "_" + strings.ToUpper(key)
+		keyPath := key
+		if path != "" {
+			keyPath = path + "." + key
+		}
+		if _, ok := env[name]; ok {
+			explicit[keyPath] = true
+		}
 		fv := v.Field(i)
 		switch fv.Kind() {
 		case reflect.Struct:
-			if err := walkEnv(fv, name, env); err != nil {
+			if err := walkEnv(fv, name, keyPath, env, explicit); err != nil {
 				return err
 			}
 		case reflect.String:
