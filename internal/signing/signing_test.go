@@ -506,12 +506,12 @@ func TestAlgorithmChange(t *testing.T) {
 func TestConfigChecks(t *testing.T) {
 	sealer, _ := seal.New(serverKey, SealPurpose)
 	for name, cfg := range map[string]Config{
-		"unknown algorithm":       {Algorithm: "HS256", RotationPeriod: period, PublishAhead: ahead, MaxSignedLifetime: lifetime},
-		"publish ahead too long":  {Algorithm: RS256, RotationPeriod: ahead, PublishAhead: ahead, MaxSignedLifetime: lifetime},
-		"no lifetime":             {Algorithm: RS256, RotationPeriod: period, PublishAhead: ahead},
-		"refresh too slow":        {Algorithm: RS256, RotationPeriod: period, PublishAhead: ahead, MaxSignedLifetime: lifetime, Refresh: ahead},
-		"negative rotation":       {Algorithm: RS256, RotationPeriod: -period, PublishAhead: ahead, MaxSignedLifetime: lifetime},
-		"negative publish ahead":  {Algorithm: RS256, RotationPeriod: period, PublishAhead: -ahead, MaxSignedLifetime: lifetime},
+		"unknown algorithm":      {Algorithm: "HS256", RotationPeriod: period, PublishAhead: ahead, MaxSignedLifetime: lifetime},
+		"publish ahead too long": {Algorithm: RS256, RotationPeriod: ahead, PublishAhead: ahead, MaxSignedLifetime: lifetime},
+		"no lifetime":            {Algorithm: RS256, RotationPeriod: period, PublishAhead: ahead},
+		"refresh too slow":       {Algorithm: RS256, RotationPeriod: period, PublishAhead: ahead, MaxSignedLifetime: lifetime, Refresh: ahead},
+		"negative rotation":      {Algorithm: RS256, RotationPeriod: -period, PublishAhead: ahead, MaxSignedLifetime: lifetime},
+		"negative publish ahead": {Algorithm: RS256, RotationPeriod: period, PublishAhead: -ahead, MaxSignedLifetime: lifetime},
 	} {
 		if _, err := New(nil, sealer, cfg, nil); err == nil {
 			t.Errorf("%s: New accepted %+v", name, cfg)
