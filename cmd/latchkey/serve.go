@@ -69,7 +69,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}()
 	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, trace), cfg.Database)
 	if err != nil {
-		return fmt.Errorf("database: %w", err)
+		return fmt.Errorf("database%s: %w", cfg.Origin("database"), err)
 	}
 	defer st.Close()
 	tpl := <-templates
@@ -86,7 +86,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, errors.Unwrap(err))
+		return fmt.Errorf("listen %s%s: %w", cfg.Listen, cfg.Origin("listen"), errors.Unwrap(err))
 	}
 	hs := newHTTPServer(srv.Handler(), logger)
 	// A buffer of two: the second signal cuts the drain delay short.

@@ -12,6 +12,7 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -84,6 +85,8 @@ type Config struct {
 	// ("oidc.key_publish_ahead", "clients[0].access_token_lifetime"), so
 	// that an explicit zero is kept, not replaced by the default.
 	explicit map[string]bool
+	// fromEnv maps the keys a LATCHKEY_* variable set to the variable.
+	fromEnv map[string]string
 }
 
 // unset reports whether d still needs its default: it is zero and neither
@@ -273,9 +276,23 @@ func Load(path string, environ []string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := c.Complete(); err != nil {
+		// "listen: ... is not host:port" when LATCHKEY_LISTEN set it: say so.
+		key, _, _ := strings.Cut(err.Error(), ":")
+		if name := c.fromEnv[key]; name != "" {
+			return nil, fmt.Errorf("config: set by %s: %w", name, err)
+		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// Origin names where key's value came from when a LATCHKEY_* variable set
+// it ("set by LATCHKEY_DATABASE"), for errors about the value; "" else.
+func (c *Config) Origin(key string) string {
+	if name := c.fromEnv[key]; name != "" {
+		return " (set by " + name + ")"
+	}
+	return ""
 }
 
 func decode(b []byte, c *Config) error {
@@ -323,16 +340,23 @@ func setKeys(n *yaml.Node, path string, into map[string]bool) {
 }
 
 // unknownFieldRE is yaml.v3's message for an unknown key.
-var unknownFieldRE = lazyre.New(`field (\S+) not found in type \S+`)
+var unknownFieldRE = lazyre.New(`field (\S+) not found in type (\S+)`)
 
 // cleanYAMLError keeps yaml.v3's messages on one line, in the words of the
-// config ("line 2: unknown key foo").
+// config ("line 2: unknown key listn (did you mean listen?)").
 func cleanYAMLError(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		msgs := make([]string, len(te.Errors))
 		for i, m := range te.Errors {
-			msgs[i] = unknownFieldRE.ReplaceAllString(m, "unknown key $1")
+			msgs[i] = m
+			if sub := unknownFieldRE.FindStringSubmatch(m); sub != nil {
+				repl := "unknown key $1"
+				if near := closest(sub[1], keysOf(sub[2])); near != "" {
+					repl += " (did you mean " + near + "?)"
+				}
+				msgs[i] = unknownFieldRE.ReplaceAllString(m, repl)
+			}
 		}
 		return errors.New(strings.Join(msgs, "; "))
 	}
@@ -449,6 +473,37 @@ func (c *Config) fillDefaults() {
 		}
 	}
 	c.OIDC.fillDefaults(c.Clients, c.unset)
+}
+
+// keysOf lists the keys of the config struct that yaml.v3 names typeName
+// ("config.OIDC"), found by walking Config.
+func keysOf(typeName string) []string {
+	var out []string
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		match := t.String() == typeName
+		for i := range t.NumField() {
+			f := t.Field(i)
+			key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if key == "" || key == "-" || !f.IsExported() {
+				continue
+			}
+			if match {
+				out = append(out, key)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Config]())
+	return out
 }
 
 func isHostPort(addr string) bool {
