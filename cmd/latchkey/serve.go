@@ -123,6 +123,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("latchkey listening", "version", versionString(), "addr", ln.Addr().String(),
 		"issuer", cfg.Issuer, "store", st.Backend())
+	for _, w := range cfg.StartWarnings(os.Environ()) {
+		logger.Warn(w)
+	}
 	if banner != nil {
 		banner.print(stdout, cfg.Issuer)
 	}
@@ -218,7 +221,7 @@ func migrateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, printedTrace(stdout)), cfg.Database) // Open applies the migrations
 	if err != nil {
-		return fmt.Errorf("database: %w", err)
+		return fmt.Errorf("database%s: %w", cfg.Origin("database"), err)
 	}
 	defer st.Close()
 	if r, ok := migrationReport(st); ok {

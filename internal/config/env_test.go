@@ -148,3 +148,33 @@ func TestErrorsNameTheirSource(t *testing.T) {
 		t.Errorf("Origin: %q, %q, %v", c.Origin("database"), c.Origin("listen"), err)
 	}
 }
+
+// serve warns of an issuer no client can reach, saying what to set, and
+// of a misspelt variable.
+func TestStartWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"LATCHKEY_LISTEN=0.0.0.0:8080"}, "set LATCHKEY_ISSUER"},
+		{[]string{"LATCHKEY_LISTEN=[::]:8080"}, "unspecified address ::"},
+		{[]string{"LATCHKEY_ISSUER=http://0.0.0.0:9000", "LATCHKEY_LISTEN=0.0.0.0:9000"}, "http://localhost:9000"},
+		{[]string{"LATCHKEY_ISSUR=http://x"}, "did you mean LATCHKEY_ISSUER?"},
+	} {
+		c, err := Load("", tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(c.StartWarnings(tc.env), "\n"); !strings.Contains(got, tc.want) {
+			t.Errorf("%v: warnings %q, want %q", tc.env, got, tc.want)
+		}
+	}
+	env := []string{"LATCHKEY_LISTEN=0.0.0.0:8080", "LATCHKEY_ISSUER=https://id.example.com"}
+	c, err := Load("", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := c.StartWarnings(env); len(w) != 0 {
+		t.Errorf("listen 0.0.0.0 with a reachable issuer: warnings %q, want none", w)
+	}
+}

@@ -4,6 +4,8 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -215,7 +217,7 @@ func UnknownVariables(environ []string, ignore ...string) []string {
 // closest is the candidate nearest to s by edit distance, when it is near
 // enough to be a misspelling; "" otherwise.
 func closest(s string, candidates []string) string {
-	best, bestD := "", max(2, len(s)/4)+1
+	best, bestD := "", max(1, len(s)/4)+1
 	for _, c := range candidates {
 		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
 			best, bestD = c, d
@@ -243,4 +245,27 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// StartWarnings are what serve warns about at start: LATCHKEY_* variables
+// of environ that latchkey does not read, and an issuer on an unspecified
+// address (0.0.0.0, [::]), which no client can reach: the discovery
+// document and every URL handed out would name it.
+func (c *Config) StartWarnings(environ []string) []string {
+	out := UnknownVariables(environ)
+	if u, err := url.Parse(c.Issuer); err == nil {
+		if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+			out = append(out, fmt.Sprintf("issuer %s names the unspecified address %s, which clients cannot reach: "+
+				"set LATCHKEY_ISSUER (or issuer: in the config file) to the URL clients use, e.g. http://localhost:%s "+
+				"(listen may stay %s)", c.Issuer, u.Hostname(), portOr(u.Port(), "8080"), c.Listen))
+		}
+	}
+	return out
+}
+
+func portOr(p, def string) string {
+	if p == "" {
+		return def
+	}
+	return p
 }
