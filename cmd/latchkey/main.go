@@ -93,24 +93,21 @@ func oneLine(s string) string {
 }
 
 func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	return versionFrom(bi, ok)
+}
+
+// versionFrom is the version: -X main.version, else the module version of
+// go install module@version, else "devel-" and the VCS stamp's commit.
+func versionFrom(bi *debug.BuildInfo, ok bool) string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if ok {
 		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			return bi.Main.Version
 		}
-		var rev, dirty string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "-dirty"
-				}
-			}
-		}
+		rev, _, dirty := vcsStamp(bi)
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
@@ -121,29 +118,13 @@ func versionString() string {
 	return "devel"
 }
 
-// buildInfo is what the binary knows of its build: the commit (with
-// "-dirty" for a modified tree) and the build date (-X main.buildDate, else
-// the commit's time), "unknown" when the build recorded neither.
-func buildInfo() (rev, date, goVersion string) {
-	rev, date, goVersion = "unknown", buildDate, "unknown"
-	if commit != "" {
-		rev = commit
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		if date == "" {
-			date = "unknown"
-		}
-		return rev, date, goVersion
-	}
-	goVersion = bi.GoVersion
-	var vcsTime, dirty string
+// vcsStamp is what go build records of the git checkout (vcs.revision,
+// vcs.time, vcs.modified); empty when it recorded none.
+func vcsStamp(bi *debug.BuildInfo) (rev, vcsTime, dirty string) {
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			if commit == "" {
-				rev = s.Value
-			}
+			rev = s.Value
 		case "vcs.time":
 			vcsTime = s.Value
 		case "vcs.modified":
@@ -152,11 +133,35 @@ func buildInfo() (rev, date, goVersion string) {
 			}
 		}
 	}
-	if commit == "" && rev != "unknown" {
-		rev += dirty
+	return rev, vcsTime, dirty
+}
+
+// unknownBuild says why a build names no commit, and what stamps one.
+const unknownBuild = "unknown (no -X main.commit and no VCS stamp: build with make, or go build in a git " +
+	"checkout without -buildvcs=false; go does not stamp a linked git worktree, golang/go#58218)"
+
+// buildInfo is what the binary knows of its build: the commit (with
+// "-dirty" for a modified tree) and the build date (-X main.buildDate, else
+// the commit's time).
+func buildInfo() (rev, date, goVersion string) {
+	bi, ok := debug.ReadBuildInfo()
+	return buildInfoFrom(bi, ok)
+}
+
+func buildInfoFrom(bi *debug.BuildInfo, ok bool) (rev, date, goVersion string) {
+	rev, date, goVersion = commit, buildDate, "unknown"
+	if ok {
+		goVersion = bi.GoVersion
+		vcsRev, vcsTime, dirty := vcsStamp(bi)
+		if rev == "" && vcsRev != "" {
+			rev = vcsRev + dirty
+		}
+		if date == "" {
+			date = vcsTime
+		}
 	}
-	if date == "" {
-		date = vcsTime
+	if rev == "" {
+		rev = unknownBuild
 	}
 	if date == "" {
 		date = "unknown"
