@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,6 +47,30 @@ func TestContainerDocs(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf(".dockerignore lacks %s", want)
+		}
+	}
+}
+
+// serve, started as the image starts it (listening on 0.0.0.0, no issuer)
+// with a misspelt variable, warns of both at start and still serves.
+func TestServeWarnsOfUnspecifiedIssuerAndMisspeltVariable(t *testing.T) {
+	_, port, err := net.SplitHostPort(freePort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := command(t, []string{"LATCHKEY_LISTEN=0.0.0.0:" + port, "LATCHKEY_LOG_LEVL=debug"}, "serve")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	startServing(t, cmd, "127.0.0.1:"+port)
+	stop(t, cmd)
+	log := stderr.String()
+	for _, want := range []string{
+		"issuer http://0.0.0.0:" + port + " names the unspecified address 0.0.0.0",
+		"set LATCHKEY_ISSUER",
+		"LATCHKEY_LOG_LEVL is not a latchkey variable: it is ignored (did you mean LATCHKEY_LOG_LEVEL?)",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("serve's log lacks %q:\n%s", want, log)
 		}
 	}
 }
