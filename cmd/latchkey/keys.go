@@ -95,7 +95,8 @@ func date(t time.Time) string {
 func openKeys(ctx context.Context, cfg *config.Config) (*signing.Keys, func(), error) {
 	key, err := os.ReadFile(cfg.SecretKeyFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("secret key file: %w (the signing keys are sealed with the server key the database was set up with)", err)
+		return nil, nil, fmt.Errorf("secret key file%s: %w (the signing keys are sealed with the server key the database was set up with)",
+			cfg.Origin("secret_key_file"), err)
 	}
 	if len(key) < token.KeySize {
 		return nil, nil, fmt.Errorf("secret key file %s: holds %d bytes, need at least %d", cfg.SecretKeyFile, len(key), token.KeySize)

@@ -153,7 +153,7 @@ func TestKeysRotateBesideRunningPostgres(t *testing.T) {
 		t.Errorf("rotate with another key file: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	t.Setenv("LATCHKEY_SECRET_KEY_FILE", filepath.Join(dir, "absent.key"))
-	if code, _, errs := runCLI("keys", "rotate"); code != 1 || !strings.Contains(errs, "secret key file") {
+	if code, _, errs := runCLI("keys", "rotate"); code != 1 || !strings.Contains(errs, "secret key file (set by LATCHKEY_SECRET_KEY_FILE)") {
 		t.Errorf("rotate without a key file: exit %d, stderr %q", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "absent.key")); err == nil {
