@@ -121,6 +121,7 @@ func TestCompletionOffersEachCommandsFlags(t *testing.T) {
 		{[]string{"latchkey", "bench", "--"}, []string{"--connections", "--preload"}, []string{"--config"}},
 		{[]string{"latchkey", "client", "create", "--auth-method", "''"}, []string{"private_key_jwt", "none"}, nil},
 		{[]string{"latchkey", "''"}, []string{"serve", "keys", "completion", "help"}, []string{"bench-ceiling"}},
+		{[]string{"latchkey", "help", "''"}, []string{"serve", "keys", "person"}, []string{"--config"}},
 	} {
 		got := complete(tc.words...)
 		for _, w := range tc.want {

@@ -42,8 +42,11 @@ func completions() []completed {
 	var out []completed
 	for _, c := range commandTable() {
 		cc := completed{top: c.top(), verbs: c.verbs()}
-		if c.name == "completion" {
+		switch c.name {
+		case "completion":
 			cc.args = slices.Sorted(maps.Keys(completionShells))
+		case "help":
+			cc.args = tops(out) // the commands before it in the table: all but help
 		}
 		path := []string{c.top()}
 		if cc.verbs != nil {

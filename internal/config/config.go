@@ -329,7 +329,10 @@ func setKeys(n *yaml.Node, path string, into map[string]bool) {
 			if path != "" {
 				p = path + "." + p
 			}
-			into[p] = true
+			// "key:" with no value (null) leaves the key unset, as before.
+			if v := n.Content[i+1]; v.Kind != yaml.ScalarNode || v.Tag != "!!null" {
+				into[p] = true
+			}
 			setKeys(n.Content[i+1], p, into)
 		}
 	case yaml.SequenceNode:

@@ -129,3 +129,14 @@ func TestZeroDurationsThatAreValid(t *testing.T) {
 		t.Errorf("LATCHKEY_OIDC_KEY_PUBLISH_AHEAD=0s: %v, %v; want 0", e, err)
 	}
 }
+
+// A key written with no value (YAML null) is unset: it gets its default.
+func TestNullDurationIsUnset(t *testing.T) {
+	c, err := Load(writeFile(t, "oidc:\n  key_publish_ahead:\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(c.OIDC.KeyPublishAhead) != 24*time.Hour {
+		t.Errorf("key_publish_ahead with no value = %v, want the 24h default", c.OIDC.KeyPublishAhead)
+	}
+}
