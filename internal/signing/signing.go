@@ -207,13 +207,13 @@ func (k *Keys) rotate(ctx context.Context, ahead time.Duration) (Info, error) {
 		return Info{}, err
 	}
 	// A key added meanwhile is this rotation's, unless it signs later than
-	// this one must.
+	// this one must (a scheduled key met by RotateNow).
+	now := k.now()
 	if n := len(snap.keys); n > 0 && !snap.keys[n-1].PublishAt.Before(start) &&
-		!snap.keys[n-1].SignFrom.After(start.Add(ahead)) {
-		now := k.now()
+		!snap.keys[n-1].SignFrom.After(now.Add(ahead)) {
 		return snap.keys[n-1].info(now, snap.active(now)), nil
 	}
-	return k.addLocked(ctx, snap, k.now(), ahead)
+	return k.addLocked(ctx, snap, now, ahead)
 }
 
 // ErrSigningKeyInUse refuses to retire the key that signs (or one newer

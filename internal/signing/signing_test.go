@@ -681,3 +681,33 @@ func TestZeroPublishAhead(t *testing.T) {
 		t.Errorf("Refresh %v, want %v", k.cfg.Refresh, zeroAheadRefresh)
 	}
 }
+
+// A rotation that meets a key added since it was called adds nothing more,
+// unless it must sign at once and that key signs later: RotateNow after a
+// scheduled rotation still adds a key that signs now.
+func TestRotateMeetsAConcurrentKey(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	k := newKeys(t, sqliteStore(t), c, testConfig(ES256))
+	if err := k.EnsureKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	// The same instant: what a concurrent caller's key looks like.
+	a, err := k.Rotate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := k.Rotate(ctx)
+	if err != nil || b.KID != a.KID {
+		t.Errorf("a second Rotate at once: %s, %v; want the first one's key %s", b.KID, err, a.KID)
+	}
+	now, err := k.RotateNow(ctx)
+	if err != nil || now.KID == a.KID || now.State != StateSigning {
+		t.Errorf("RotateNow after a scheduled key: %+v, %v; want a new key that signs", now, err)
+	}
+	again, err := k.RotateNow(ctx)
+	if err != nil || again.KID != now.KID {
+		t.Errorf("a second RotateNow at once: %s, %v; want %s", again.KID, err, now.KID)
+	}
+}
