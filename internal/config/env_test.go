@@ -68,6 +68,34 @@ func TestEveryVariableInTheCodeIsKnown(t *testing.T) {
 	if found < 20 {
 		t.Errorf("found %d LATCHKEY_* names in the code: the walk missed the tree", found)
 	}
+
+	// The docs, scripts and build files name only variables that exist.
+	anyName := regexp.MustCompile(`LATCHKEY_[A-Z0-9_]*[A-Z0-9]`)
+	var files []string
+	for _, pattern := range []string{"*.md", "docs/*.md", "docs/decisions/*.md", "Makefile", "Dockerfile", "scripts/*", ".ci/*", "packaging/*"} {
+		m, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	for _, f := range files {
+		if fi, err := os.Stat(f); err != nil || fi.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range anyName.FindAllString(string(b), -1) {
+			if !known[name] {
+				t.Errorf("%s names %s, which latchkey does not read", f, name)
+			}
+		}
+	}
+	if len(files) < 10 {
+		t.Errorf("found %d docs and scripts: the glob missed the tree", len(files))
+	}
 }
 
 func TestVariablesListDefaults(t *testing.T) {
