@@ -110,10 +110,41 @@ func TestKeysOnSQLite(t *testing.T) {
 		t.Errorf("keys list shows key material: %s", out)
 	}
 
-	serve()
+	srv = serve()
 	kids := jwksKids(t, "http://"+addr)
 	if len(kids) != 2 || kids[0] != first || kids[1] != second {
 		t.Errorf("JWKS after the restart: %v, want [%s %s] (the signing key first)", kids, first, second)
+	}
+
+	// The emergency rotation on SQLite: refused beside the server; with it
+	// stopped, rotate --now, retire both older keys (the one that signed and
+	// the one published to sign later), and the restarted server publishes
+	// only the new key.
+	if code, _, errs := run("keys", "retire", first); code != 1 || !strings.Contains(errs, "stop latchkey serve first") {
+		t.Errorf("keys retire beside the SQLite server: exit %d, stderr %q", code, errs)
+	}
+	stop(t, srv)
+	if code, _, errs := run("keys", "retire", first); code != 1 || !strings.Contains(errs, "rotate --now first") {
+		t.Errorf("keys retire of the signing key: exit %d, stderr %q", code, errs)
+	}
+	code, out, errs = run("keys", "rotate", "--now")
+	if code != 0 || !strings.Contains(out, "published and signing now") {
+		t.Fatalf("keys rotate --now: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	_, out, _ = run("keys", "list")
+	rows = keyLines(out)
+	if len(rows) != 3 || !strings.Contains(rows[2], " signing ") {
+		t.Fatalf("keys list after rotate --now: %q, want the third key signing", out)
+	}
+	third := strings.Fields(rows[2])[0]
+	for _, kid := range []string{first, second} {
+		if code, out, errs := run("keys", "retire", kid); code != 0 || !strings.Contains(out, "retired signing key "+kid) {
+			t.Errorf("keys retire %s: exit %d, stdout %q, stderr %q", kid, code, out, errs)
+		}
+	}
+	serve()
+	if kids := jwksKids(t, "http://"+addr); len(kids) != 1 || kids[0] != third {
+		t.Errorf("JWKS after retiring the older keys: %v, want [%s]", kids, third)
 	}
 
 	for name, tc := range map[string]struct {
