@@ -1,6 +1,11 @@
 # latchkey in a container built from scratch: the static binary, nothing
 # else, running as a non-root user. For people with a registry:
-#   docker build -t latchkey . && docker run -p 8080:8080 latchkey
+#   docker build -t latchkey .
+#   docker run -p 8080:8080 -v latchkey-data:/data -e LATCHKEY_ISSUER=http://localhost:8080 latchkey
+# LATCHKEY_ISSUER is the URL clients reach (https://login.example.com in
+# production): without it the issuer would be http://0.0.0.0:8080, which
+# serve warns of. .dockerignore keeps latchkey-data/ (the server key), bin/
+# and .git out of the build context.
 # Without a registry, scripts/build-image builds the same image with buildah
 # (docs/DEPLOY.md, "Packaging").
 FROM golang:1.26 AS build

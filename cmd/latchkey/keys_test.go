@@ -110,10 +110,41 @@ func TestKeysOnSQLite(t *testing.T) {
 		t.Errorf("keys list shows key material: %s", out)
 	}
 
-	serve()
+	srv = serve()
 	kids := jwksKids(t, "http://"+addr)
 	if len(kids) != 2 || kids[0] != first || kids[1] != second {
 		t.Errorf("JWKS after the restart: %v, want [%s %s] (the signing key first)", kids, first, second)
+	}
+
+	// The emergency rotation on SQLite: refused beside the server; with it
+	// stopped, rotate --now, retire both older keys (the one that signed and
+	// the one published to sign later), and the restarted server publishes
+	// only the new key.
+	if code, _, errs := run("keys", "retire", first); code != 1 || !strings.Contains(errs, "stop latchkey serve first") {
+		t.Errorf("keys retire beside the SQLite server: exit %d, stderr %q", code, errs)
+	}
+	stop(t, srv)
+	if code, _, errs := run("keys", "retire", first); code != 1 || !strings.Contains(errs, "rotate --now first") {
+		t.Errorf("keys retire of the signing key: exit %d, stderr %q", code, errs)
+	}
+	code, out, errs = run("keys", "rotate", "--now")
+	if code != 0 || !strings.Contains(out, "published and signing now") {
+		t.Fatalf("keys rotate --now: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	_, out, _ = run("keys", "list")
+	rows = keyLines(out)
+	if len(rows) != 3 || !strings.Contains(rows[2], " signing ") {
+		t.Fatalf("keys list after rotate --now: %q, want the third key signing", out)
+	}
+	third := strings.Fields(rows[2])[0]
+	for _, kid := range []string{first, second} {
+		if code, out, errs := run("keys", "retire", kid); code != 0 || !strings.Contains(out, "retired signing key "+kid) {
+			t.Errorf("keys retire %s: exit %d, stdout %q, stderr %q", kid, code, out, errs)
+		}
+	}
+	serve()
+	if kids := jwksKids(t, "http://"+addr); len(kids) != 1 || kids[0] != third {
+		t.Errorf("JWKS after retiring the older keys: %v, want [%s]", kids, third)
 	}
 
 	for name, tc := range map[string]struct {
@@ -121,7 +152,9 @@ func TestKeysOnSQLite(t *testing.T) {
 		code int
 		msg  string
 	}{
-		"no subcommand":      {[]string{"keys"}, 2, `want "keys list" or "keys rotate"`},
+		"no subcommand":      {[]string{"keys"}, 2, `want "keys list", "keys rotate" or "keys retire KID"`},
+		"retire without KID": {[]string{"keys", "retire"}, 2, "want the KID"},
+		"retire two KIDs":    {[]string{"keys", "retire", "a", "b"}, 2, "unexpected argument"},
 		"unknown subcommand": {[]string{"keys", "delete"}, 2, "unknown subcommand"},
 		"extra argument":     {[]string{"keys", "list", "now"}, 2, "unexpected argument"},
 	} {
@@ -151,7 +184,7 @@ func TestKeysRotateBesideRunningPostgres(t *testing.T) {
 		t.Errorf("rotate with another key file: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	t.Setenv("LATCHKEY_SECRET_KEY_FILE", filepath.Join(dir, "absent.key"))
-	if code, _, errs := runCLI("keys", "rotate"); code != 1 || !strings.Contains(errs, "secret key file") {
+	if code, _, errs := runCLI("keys", "rotate"); code != 1 || !strings.Contains(errs, "secret key file (set by LATCHKEY_SECRET_KEY_FILE)") {
 		t.Errorf("rotate without a key file: exit %d, stderr %q", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "absent.key")); err == nil {
@@ -173,5 +206,59 @@ func TestKeysRotateBesideRunningPostgres(t *testing.T) {
 	after := jwksKids(t, s.URL)
 	if len(before) != 1 || len(after) != 2 || after[0] != before[0] || after[1] != strings.Fields(rows[1])[0] {
 		t.Errorf("JWKS before the rotation %v, after %v; want the running server to publish the new key second", before, after)
+	}
+}
+
+// The emergency rotation beside a running PostgreSQL server: retiring the
+// only signing key is refused with what to do instead; rotate --now makes
+// a key that the server signs with at once; retire takes the old key out
+// of the server's JWKS at its next read of the keys (within 30 s).
+func TestKeysEmergencyRotationBesideRunningPostgres(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	clock := servertest.NewClock()
+	s := servertest.Start(t, &config.Config{}, servertest.Options{Backend: "postgres", PostgresURL: dsn, Clock: clock})
+	keyFile := filepath.Join(t.TempDir(), "secret.key")
+	os.WriteFile(keyFile, servertest.Key, 0o600)
+	t.Setenv("LATCHKEY_DATABASE", dsn)
+	t.Setenv("LATCHKEY_SECRET_KEY_FILE", keyFile)
+
+	before := jwksKids(t, s.URL)
+	if len(before) != 1 {
+		t.Fatalf("JWKS at start: %v, want one key", before)
+	}
+	old := before[0]
+	code, out, errs := runCLI("keys", "retire", old)
+	if code != 1 || !strings.Contains(errs, "keys rotate --now first") || out != "" || strings.Count(errs, "\n") != 1 {
+		t.Errorf("retire the only signing key: exit %d, stdout %q, stderr %q; want exit 1 and one line naming rotate --now", code, out, errs)
+	}
+	if code, _, errs := runCLI("keys", "retire", "no-such-kid"); code != 1 || !strings.Contains(errs, "no key") {
+		t.Errorf("retire an unknown kid: exit %d, stderr %q", code, errs)
+	}
+
+	code, out, errs = runCLI("keys", "rotate", "--now")
+	if code != 0 || !strings.Contains(out, "published and signing now") {
+		t.Fatalf("rotate --now: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	_, out, _ = runCLI("keys", "list")
+	rows := keyLines(out)
+	if len(rows) != 2 || !strings.Contains(rows[1], " signing ") || !strings.Contains(rows[0], " retired ") {
+		t.Fatalf("keys list after rotate --now: %q, want the new key signing and the old one retired", out)
+	}
+	fresh := strings.Fields(rows[1])[0]
+	clock.Advance(time.Minute) // past the server's cache of the keys
+	if kids := jwksKids(t, s.URL); len(kids) != 2 || kids[0] != fresh || kids[1] != old {
+		t.Errorf("JWKS after rotate --now: %v, want [%s %s] (the new key signs, so it is first)", kids, fresh, old)
+	}
+
+	code, out, errs = runCLI("keys", "retire", old, "--config", "")
+	if code != 0 || !strings.Contains(out, "retired signing key "+old) {
+		t.Fatalf("retire the replaced key: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	clock.Advance(time.Minute)
+	if kids := jwksKids(t, s.URL); len(kids) != 1 || kids[0] != fresh {
+		t.Errorf("JWKS after retire: %v, want only [%s]", kids, fresh)
+	}
+	if code, _, errs := runCLI("keys", "retire", fresh); code != 1 || !strings.Contains(errs, "rotate --now first") {
+		t.Errorf("retire the new signing key: exit %d, stderr %q", code, errs)
 	}
 }

@@ -4,7 +4,7 @@
 //	latchkey migrate [--config FILE]
 //	latchkey person show|block|unblock|delete ...
 //	latchkey client create|list|show|delete|rotate-secret ...
-//	latchkey keys list|rotate [--config FILE]
+//	latchkey keys list|rotate [--now]|retire KID [--config FILE]
 //	latchkey backup [--config FILE] OUT
 //	latchkey version
 package main
@@ -36,40 +36,11 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage:
-  latchkey serve [--config FILE] [--demo]   start the service
-  latchkey migrate [--config FILE]          apply schema migrations and exit
-  latchkey bench [--connections N] [--duration D] [--scenarios a,b] [--database DSN]
-                                            load benchmark against the bare-HTTP ceiling
-  latchkey person show --email ADDRESS [--config FILE] [--partition P]
-                                            show a person (no credential material)
-  latchkey person block|unblock|delete EMAIL_OR_ID [--config FILE] [--partition P]
-                                            block (revoking every session and token),
-                                            unblock or delete a person
-  latchkey client list [--config FILE]      list the clients: the config file's and the stored ones
-  latchkey client show CLIENT_ID [--config FILE]
-                                            show a client (never a secret)
-  latchkey client create [--file F|-] [--id ID] [--name N] [--auth-method M]
-                         [--grant-types a,b] [--scopes a,b] [--redirect-uris a,b] [--config FILE]
-                                            create a client (JSON as POST /api/v1/clients); prints a generated secret once
-  latchkey client delete|rotate-secret CLIENT_ID [--config FILE]
-                                            delete (revoking its tokens) or give a new secret
-                                            (PostgreSQL: beside running servers; SQLite: server stopped, or the admin API)
-  latchkey keys list [--config FILE]        list the signing keys (no key material)
-  latchkey keys rotate [--config FILE]      add a signing key now; it signs after oidc.key_publish_ahead
-                                            (PostgreSQL: beside running servers; SQLite: server stopped)
-  latchkey backup [--config FILE] OUT       snapshot the SQLite database and its event log
-                                            (OUT, OUT-events) while the server runs
-  latchkey healthcheck [--config FILE]      exit 0 when the instance answers readiness 200
-  latchkey completion bash|zsh|fish         print a shell completion script
-  latchkey version                          print the version, commit and build date
-`
-
 // run executes one command and returns the process exit code. Every failure
 // is reported as one line on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageText())
 		return 2
 	}
 	// Every command that opens the store for writing (client, keys rotate,
@@ -77,34 +48,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// stderr. serve logs them and migrate prints them instead.
 	ctx = sqlstore.WithMigrationTrace(ctx, printedTrace(stderr))
 	var err error
-	switch args[0] {
-	case "serve":
-		err = serveCmd(ctx, args[1:], stdout, stderr)
-	case "migrate":
-		err = migrateCmd(ctx, args[1:], stdout)
-	case "person":
-		err = personCmd(ctx, args[1:], stdout)
-	case "keys":
-		err = keysCmd(ctx, args[1:], stdout)
-	case "client":
-		err = clientCmd(ctx, args[1:], os.Stdin, stdout)
-	case "bench":
-		err = benchCmd(ctx, args[1:], stdout)
-	case "backup":
-		err = backupCmd(ctx, args[1:], stdout)
-	case "healthcheck":
-		err = healthcheckCmd(ctx, args[1:])
-	case "completion":
-		err = completionCmd(args[1:], stdout)
-	case "bench-ceiling": // a child of bench
-		err = ceilingCmd(ctx, args[1:])
-	case "version", "--version", "-version":
-		printVersion(stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-	default:
-		fmt.Fprintf(stderr, "latchkey: unknown command %q\n%s", args[0], usage)
-		return 2
+	if path, ok := helpRequest(args); ok {
+		err = help(path, stdout)
+	} else {
+		err = dispatch(ctx, args, stdout, stderr)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -121,6 +68,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// dispatch runs the command of the table that args name.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	switch args[0] {
+	case "bench-ceiling": // a child of bench
+		return ceilingCmd(ctx, args[1:])
+	case "--version", "-version":
+		args = []string{"version"}
+	case "-h", "-help", "--help":
+		return help(nil, stdout)
+	}
+	for _, c := range commandTable() {
+		if c.top() == args[0] {
+			return c.run(ctx, args[1:], os.Stdin, stdout, stderr)
+		}
+	}
+	return usageError{fmt.Errorf("unknown command %q (latchkey help lists them)", args[0])}
+}
+
 type usageError struct{ error }
 
 func oneLine(s string) string {
@@ -128,24 +93,21 @@ func oneLine(s string) string {
 }
 
 func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	return versionFrom(bi, ok)
+}
+
+// versionFrom is the version: -X main.version, else the module version of
+// go install module@version, else "devel-" and the VCS stamp's commit.
+func versionFrom(bi *debug.BuildInfo, ok bool) string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if ok {
 		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			return bi.Main.Version
 		}
-		var rev, dirty string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "-dirty"
-				}
-			}
-		}
+		rev, _, dirty := vcsStamp(bi)
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
@@ -156,29 +118,13 @@ func versionString() string {
 	return "devel"
 }
 
-// buildInfo is what the binary knows of its build: the commit (with
-// "-dirty" for a modified tree) and the build date (-X main.buildDate, else
-// the commit's time), "unknown" when the build recorded neither.
-func buildInfo() (rev, date, goVersion string) {
-	rev, date, goVersion = "unknown", buildDate, "unknown"
-	if commit != "" {
-		rev = commit
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		if date == "" {
-			date = "unknown"
-		}
-		return rev, date, goVersion
-	}
-	goVersion = bi.GoVersion
-	var vcsTime, dirty string
+// vcsStamp is what go build records of the git checkout (vcs.revision,
+// vcs.time, vcs.modified); empty when it recorded none.
+func vcsStamp(bi *debug.BuildInfo) (rev, vcsTime, dirty string) {
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			if commit == "" {
-				rev = s.Value
-			}
+			rev = s.Value
 		case "vcs.time":
 			vcsTime = s.Value
 		case "vcs.modified":
@@ -187,11 +133,35 @@ func buildInfo() (rev, date, goVersion string) {
 			}
 		}
 	}
-	if commit == "" && rev != "unknown" {
-		rev += dirty
+	return rev, vcsTime, dirty
+}
+
+// unknownBuild says why a build names no commit, and what stamps one.
+const unknownBuild = "unknown (no -X main.commit and no VCS stamp: build with make, or go build in a git " +
+	"checkout without -buildvcs=false; go does not stamp a linked git worktree, golang/go#58218)"
+
+// buildInfo is what the binary knows of its build: the commit (with
+// "-dirty" for a modified tree) and the build date (-X main.buildDate, else
+// the commit's time).
+func buildInfo() (rev, date, goVersion string) {
+	bi, ok := debug.ReadBuildInfo()
+	return buildInfoFrom(bi, ok)
+}
+
+func buildInfoFrom(bi *debug.BuildInfo, ok bool) (rev, date, goVersion string) {
+	rev, date, goVersion = commit, buildDate, "unknown"
+	if ok {
+		goVersion = bi.GoVersion
+		vcsRev, vcsTime, dirty := vcsStamp(bi)
+		if rev == "" && vcsRev != "" {
+			rev = vcsRev + dirty
+		}
+		if date == "" {
+			date = vcsTime
+		}
 	}
-	if date == "" {
-		date = vcsTime
+	if rev == "" {
+		rev = unknownBuild
 	}
 	if date == "" {
 		date = "unknown"
@@ -224,13 +194,17 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// parseError reports a failed fs.Parse: -h prints the flags on stdout,
-// anything else is a usage error.
+// parseError reports a failed fs.Parse: -h hands the flags to help (or,
+// should a command be reached with it, prints them), anything else is a
+// usage error.
 func parseError(fs *flag.FlagSet, err error) error {
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(os.Stdout, "usage of latchkey %s:\n", fs.Name())
-		fs.SetOutput(os.Stdout)
-		fs.PrintDefaults()
+		if !describe(fs) {
+			var b strings.Builder
+			fmt.Fprintf(&b, "usage of latchkey %s:\n", fs.Name())
+			writeFlags(&b, fs)
+			fmt.Fprint(os.Stdout, b.String())
+		}
 		return err
 	}
 	return usageError{err}

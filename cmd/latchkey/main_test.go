@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,40 @@ func TestConfigErrorNamesLineAndKey(t *testing.T) {
 	}
 	if want := "latchkey: config " + path + " line 2: unknown key foo\n"; stderr.String() != want {
 		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+}
+
+// A plain go build or go install stamps no -X values: the version falls
+// back to what Go embeds (vcs.revision, vcs.time, vcs.modified, or the
+// module version of go install module@version); with nothing, it says why.
+func TestVersionFallsBackToBuildInfo(t *testing.T) {
+	defer func(v, c, d string) { version, commit, buildDate = v, c, d }(version, commit, buildDate)
+	version, commit, buildDate = "", "", ""
+	stamped := &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"},
+		{Key: "vcs.time", Value: "2001-02-03T04:05:06Z"}, {Key: "vcs.modified", Value: "true"}}}
+	for name, tc := range map[string]struct {
+		bi                      *debug.BuildInfo
+		ok                      bool
+		version, rev, date, goV string
+	}{
+		"go build in a git checkout": {stamped, true, "devel-0123456789ab-dirty",
+			"0123456789abcdef0123456789abcdef01234567-dirty", "2001-02-03T04:05:06Z", "go1.99"},
+		"go install module@version": {&debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "v1.4.0"}}, true,
+			"v1.4.0", unknownBuild, "unknown", "go1.99"},
+		"no VCS stamp": {&debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "(devel)"}}, true,
+			"devel", unknownBuild, "unknown", "go1.99"},
+		"no build info": {nil, false, "devel", unknownBuild, "unknown", "unknown"},
+	} {
+		rev, date, goV := buildInfoFrom(tc.bi, tc.ok)
+		if v := versionFrom(tc.bi, tc.ok); v != tc.version || rev != tc.rev || date != tc.date || goV != tc.goV {
+			t.Errorf("%s: version %q, commit %q, date %q, go %q; want %q, %q, %q, %q", name, v, rev, date, goV,
+				tc.version, tc.rev, tc.date, tc.goV)
+		}
+	}
+	// -X values win over the stamp.
+	commit, buildDate = "feedface", "2020-01-01T00:00:00Z"
+	if rev, date, _ := buildInfoFrom(stamped, true); rev != "feedface" || date != "2020-01-01T00:00:00Z" {
+		t.Errorf("with -X: commit %q, date %q", rev, date)
 	}
 }

@@ -19,9 +19,9 @@ func openStore(ctx context.Context, cfg *config.Config, sqliteHint string) (stor
 	st, err := backend.Open(ctx, cfg.Database)
 	if err != nil {
 		if strings.HasPrefix(cfg.Database, "sqlite:") {
-			return nil, fmt.Errorf("database: %w (%s)", err, sqliteHint)
+			return nil, fmt.Errorf("database%s: %w (%s)", cfg.Origin("database"), err, sqliteHint)
 		}
-		return nil, fmt.Errorf("database: %w", err)
+		return nil, fmt.Errorf("database%s: %w", cfg.Origin("database"), err)
 	}
 	return st, nil
 }

@@ -69,7 +69,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}()
 	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, trace), cfg.Database)
 	if err != nil {
-		return fmt.Errorf("database: %w", err)
+		return fmt.Errorf("database%s: %w", cfg.Origin("database"), err)
 	}
 	defer st.Close()
 	tpl := <-templates
@@ -86,7 +86,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, errors.Unwrap(err))
+		return fmt.Errorf("listen %s%s: %w", cfg.Listen, cfg.Origin("listen"), errors.Unwrap(err))
 	}
 	hs := newHTTPServer(srv.Handler(), logger)
 	// A buffer of two: the second signal cuts the drain delay short.
@@ -123,6 +123,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("latchkey listening", "version", versionString(), "addr", ln.Addr().String(),
 		"issuer", cfg.Issuer, "store", st.Backend())
+	for _, w := range cfg.StartWarnings(os.Environ()) {
+		logger.Warn(w)
+	}
 	if banner != nil {
 		banner.print(stdout, cfg.Issuer)
 	}
@@ -218,7 +221,7 @@ func migrateCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	st, err := backend.Open(sqlstore.WithMigrationTrace(ctx, printedTrace(stdout)), cfg.Database) // Open applies the migrations
 	if err != nil {
-		return fmt.Errorf("database: %w", err)
+		return fmt.Errorf("database%s: %w", cfg.Origin("database"), err)
 	}
 	defer st.Close()
 	if r, ok := migrationReport(st); ok {

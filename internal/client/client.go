@@ -151,8 +151,11 @@ func (r Registration) Validate() error {
 			return fieldErr("scopes", "scopes: %q is not a valid scope token (RFC 6749 section 3.3)", s)
 		}
 	}
-	if r.AccessTokenLifetime <= 0 || r.RefreshTokenLifetime <= 0 {
-		return fieldErr("access_token_lifetime", "token lifetimes must be positive")
+	if r.AccessTokenLifetime <= 0 {
+		return fieldErr("access_token_lifetime", "access_token_lifetime: token lifetimes must be positive")
+	}
+	if r.RefreshTokenLifetime <= 0 {
+		return fieldErr("refresh_token_lifetime", "refresh_token_lifetime: token lifetimes must be positive")
 	}
 	if r.AppPlatform != "" && !slices.Contains(Platforms, r.AppPlatform) {
 		return fieldErr("app_platform", "app_platform %q is not one of %s", r.AppPlatform, strings.Join(Platforms, ", "))

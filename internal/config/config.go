@@ -12,6 +12,7 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -81,6 +82,19 @@ type Config struct {
 	Clients             []Client            `yaml:"clients"`
 	APIUsers            []APIUser           `yaml:"api_users"`
 	Persons             []Person            `yaml:"persons"`
+
+	// explicit holds the keys the file or a LATCHKEY_* variable set
+	// ("oidc.key_publish_ahead", "clients[0].access_token_lifetime"), so
+	// that an explicit zero is kept, not replaced by the default.
+	explicit map[string]bool
+	// fromEnv maps the keys a LATCHKEY_* variable set to the variable.
+	fromEnv map[string]string
+}
+
+// unset reports whether d still needs its default: it is zero and neither
+// the file nor the environment set key to zero (decision 0006).
+func (c *Config) unset(key string, d Duration) bool {
+	return d == 0 && !c.explicit[key]
 }
 
 // ProxyList is every trusted proxy: trusted_proxies joined with
@@ -277,9 +291,23 @@ func Load(path string, environ []string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := c.Complete(); err != nil {
+		// "listen: ... is not host:port" when LATCHKEY_LISTEN set it: say so.
+		key, _, _ := strings.Cut(err.Error(), ":")
+		if name := c.fromEnv[key]; name != "" {
+			return nil, fmt.Errorf("config: set by %s: %w", name, err)
+		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// Origin names where key's value came from when a LATCHKEY_* variable set
+// it ("set by LATCHKEY_DATABASE"), for errors about the value; "" else.
+func (c *Config) Origin(key string) string {
+	if name := c.fromEnv[key]; name != "" {
+		return " (set by " + name + ")"
+	}
+	return ""
 }
 
 func decode(b []byte, c *Config) error {
@@ -291,20 +319,62 @@ func decode(b []byte, c *Config) error {
 		}
 		return cleanYAMLError(err)
 	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return cleanYAMLError(err)
+	}
+	if c.explicit == nil {
+		c.explicit = map[string]bool{}
+	}
+	setKeys(&root, "", c.explicit)
 	return nil
 }
 
+// setKeys records the path of every key written in n ("smtp.timeout",
+// "clients[0].access_token_lifetime").
+func setKeys(n *yaml.Node, path string, into map[string]bool) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			setKeys(c, path, into)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			// "key:" with no value (null) leaves the key unset, as before.
+			if v := n.Content[i+1]; v.Kind != yaml.ScalarNode || v.Tag != "!!null" {
+				into[p] = true
+			}
+			setKeys(n.Content[i+1], p, into)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			setKeys(c, fmt.Sprintf("%s[%d]", path, i), into)
+		}
+	}
+}
+
 // unknownFieldRE is yaml.v3's message for an unknown key.
-var unknownFieldRE = lazyre.New(`field (\S+) not found in type \S+`)
+var unknownFieldRE = lazyre.New(`field (\S+) not found in type (\S+)`)
 
 // cleanYAMLError keeps yaml.v3's messages on one line, in the words of the
-// config ("line 2: unknown key foo").
+// config ("line 2: unknown key listn (did you mean listen?)").
 func cleanYAMLError(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		msgs := make([]string, len(te.Errors))
 		for i, m := range te.Errors {
-			msgs[i] = unknownFieldRE.ReplaceAllString(m, "unknown key $1")
+			msgs[i] = m
+			if sub := unknownFieldRE.FindStringSubmatch(m); sub != nil {
+				repl := "unknown key $1"
+				if near := closest(sub[1], keysOf(sub[2])); near != "" {
+					repl += " (did you mean " + near + "?)"
+				}
+				msgs[i] = unknownFieldRE.ReplaceAllString(m, repl)
+			}
 		}
 		return errors.New(strings.Join(msgs, "; "))
 	}
@@ -339,14 +409,14 @@ func (c *Config) fillDefaults() {
 		c.Introspection.UserDetails = map[string]string{"email": "email", "first_name": "first_name",
 			"last_name": "last_name", "display_name": "display_name"}
 	}
-	if c.Introspection.GroupPermissionsTimeout == 0 {
+	if c.unset("introspection.group_permissions_timeout", c.Introspection.GroupPermissionsTimeout) {
 		c.Introspection.GroupPermissionsTimeout = Duration(2 * time.Second)
 	}
-	if c.Introspection.GroupPermissionsCache == 0 {
+	if c.unset("introspection.group_permissions_cache", c.Introspection.GroupPermissionsCache) {
 		c.Introspection.GroupPermissionsCache = Duration(time.Minute)
 	}
-	for _, h := range []*Webhook{&c.Webhooks.AccessToken, &c.Webhooks.UserDetails} {
-		if h.Timeout == 0 {
+	for key, h := range map[string]*Webhook{"webhooks.access_token": &c.Webhooks.AccessToken, "webhooks.user_details": &c.Webhooks.UserDetails} {
+		if c.unset(key+".timeout", h.Timeout) {
 			h.Timeout = Duration(3 * time.Second)
 		}
 	}
@@ -359,10 +429,10 @@ func (c *Config) fillDefaults() {
 	if c.BreachedPasswords.Endpoint == "" {
 		c.BreachedPasswords.Endpoint = "https://api.pwnedpasswords.com/range"
 	}
-	if c.BreachedPasswords.Timeout == 0 {
+	if c.unset("breached_passwords.timeout", c.BreachedPasswords.Timeout) {
 		c.BreachedPasswords.Timeout = Duration(2 * time.Second)
 	}
-	if c.DeviceCodeLifetime == 0 {
+	if c.unset("device_code_lifetime", c.DeviceCodeLifetime) {
 		c.DeviceCodeLifetime = Duration(10 * time.Minute)
 	}
 	if c.Import.Enabled == nil {
@@ -379,7 +449,7 @@ func (c *Config) fillDefaults() {
 		d := Duration(DefaultDrainDelay)
 		c.Shutdown.DrainDelay = &d
 	}
-	if c.Shutdown.Timeout == 0 {
+	if c.unset("shutdown.timeout", c.Shutdown.Timeout) {
 		c.Shutdown.Timeout = Duration(20 * time.Second)
 	}
 	if c.Log.Level == "" {
@@ -391,10 +461,10 @@ func (c *Config) fillDefaults() {
 	if c.SMTP.Port == 0 {
 		c.SMTP.Port = map[string]int{"starttls": 587, "tls": 465, "none": 25}[c.SMTP.TLS]
 	}
-	if c.SMTP.Timeout == 0 {
+	if c.unset("smtp.timeout", c.SMTP.Timeout) {
 		c.SMTP.Timeout = Duration(30 * time.Second)
 	}
-	if c.SMTP.RetryAfter == 0 {
+	if c.unset("smtp.retry_after", c.SMTP.RetryAfter) {
 		c.SMTP.RetryAfter = Duration(30 * time.Second)
 	}
 	if c.Log.Format == "" {
@@ -413,14 +483,45 @@ func (c *Config) fillDefaults() {
 			t := true
 			cl.ConsentRequired = &t
 		}
-		if cl.AccessTokenLifetime == 0 {
+		if c.unset(fmt.Sprintf("clients[%d].access_token_lifetime", i), cl.AccessTokenLifetime) {
 			cl.AccessTokenLifetime = Duration(DefaultAccessTokenLifetime)
 		}
-		if cl.RefreshTokenLifetime == 0 {
+		if c.unset(fmt.Sprintf("clients[%d].refresh_token_lifetime", i), cl.RefreshTokenLifetime) {
 			cl.RefreshTokenLifetime = Duration(DefaultRefreshTokenLifetime)
 		}
 	}
-	c.OIDC.fillDefaults(c.Clients)
+	c.OIDC.fillDefaults(c.Clients, c.unset)
+}
+
+// keysOf lists the keys of the config struct that yaml.v3 names typeName
+// ("config.OIDC"), found by walking Config.
+func keysOf(typeName string) []string {
+	var out []string
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		match := t.String() == typeName
+		for i := range t.NumField() {
+			f := t.Field(i)
+			key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if key == "" || key == "-" || !f.IsExported() {
+				continue
+			}
+			if match {
+				out = append(out, key)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Config]())
+	return out
 }
 
 func isHostPort(addr string) bool {
@@ -496,6 +597,16 @@ func (c *Config) Validate() error {
 	}
 	if u := c.Introspection.GroupPermissionsAPI; u != "" && !absoluteHTTP(u) {
 		return fmt.Errorf("introspection.group_permissions_api: %q is not an absolute http(s) URL", u)
+	}
+	// A zero timeout would mean none at all (net/http), not the default.
+	if t := c.Introspection.GroupPermissionsTimeout; t <= 0 || t > Duration(time.Minute) {
+		return fmt.Errorf("introspection.group_permissions_timeout: %v is not between 1ms and 1m", time.Duration(t))
+	}
+	if c.Introspection.GroupPermissionsCache < 0 {
+		return errors.New("introspection.group_permissions_cache: must not be negative (0s: no cache)")
+	}
+	if t := c.BreachedPasswords.Timeout; t <= 0 || t > Duration(time.Minute) {
+		return fmt.Errorf("breached_passwords.timeout: %v is not between 1ms and 1m", time.Duration(t))
 	}
 	if err := checkUserDetails(c.Introspection.UserDetails); err != nil {
 		return err

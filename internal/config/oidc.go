@@ -30,20 +30,20 @@ type OIDC struct {
 // OIDC signing algorithms.
 var oidcAlgorithms = []string{"RS256", "ES256", "EdDSA"}
 
-func (o *OIDC) fillDefaults(clients []Client) {
+func (o *OIDC) fillDefaults(clients []Client, unset func(key string, d Duration) bool) {
 	if o.SigningAlgorithm == "" {
 		o.SigningAlgorithm = "RS256"
 	}
-	if o.IDTokenLifetime == 0 {
+	if unset("oidc.id_token_lifetime", o.IDTokenLifetime) {
 		o.IDTokenLifetime = Duration(time.Hour)
 	}
-	if o.KeyRotationPeriod == 0 {
+	if unset("oidc.key_rotation_period", o.KeyRotationPeriod) {
 		o.KeyRotationPeriod = Duration(90 * 24 * time.Hour)
 	}
-	if o.KeyPublishAhead == 0 {
+	if unset("oidc.key_publish_ahead", o.KeyPublishAhead) {
 		o.KeyPublishAhead = Duration(24 * time.Hour)
 	}
-	if o.MaxSignedLifetime == 0 {
+	if unset("oidc.max_signed_lifetime", o.MaxSignedLifetime) {
 		o.MaxSignedLifetime = max(o.IDTokenLifetime, Duration(DefaultAccessTokenLifetime))
 		for _, cl := range clients {
 			o.MaxSignedLifetime = max(o.MaxSignedLifetime, cl.AccessTokenLifetime)
@@ -65,9 +65,11 @@ func (o *OIDC) validate() error {
 	}
 	// Instances read the keys again every 30 s at most; a new key must
 	// reach every instance, and every relying party's cached JWKS, before
-	// it signs.
-	if d(o.KeyPublishAhead) < time.Minute {
-		return fmt.Errorf("oidc.key_publish_ahead: %v is shorter than 1m", d(o.KeyPublishAhead))
+	// it signs. 0s (set explicitly) lets a new key sign at once: for an
+	// emergency, or a deployment whose verifiers fetch the JWKS on an
+	// unknown kid (docs/OIDC.md).
+	if p := d(o.KeyPublishAhead); p < 0 || p > 0 && p < time.Minute {
+		return fmt.Errorf("oidc.key_publish_ahead: %v is neither 0s nor at least 1m", p)
 	}
 	if o.KeyRotationPeriod <= o.KeyPublishAhead {
 		return fmt.Errorf("oidc.key_rotation_period: %v must be longer than key_publish_ahead (%v)",

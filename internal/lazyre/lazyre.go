@@ -26,3 +26,6 @@ func (r *Regexp) MatchString(s string) bool { return r.re().MatchString(s) }
 
 // ReplaceAllString is regexp.Regexp's.
 func (r *Regexp) ReplaceAllString(src, repl string) string { return r.re().ReplaceAllString(src, repl) }
+
+// FindStringSubmatch is regexp.Regexp's.
+func (r *Regexp) FindStringSubmatch(s string) []string { return r.re().FindStringSubmatch(s) }

@@ -65,25 +65,35 @@ type Config struct {
 	// after it stopped signing, and Sign refuses a longer-lived token.
 	MaxSignedLifetime time.Duration
 	// Refresh is how long an instance uses the keys it read before it reads
-	// them again (default: 30 s, at most PublishAhead/4). It must stay well
-	// below PublishAhead, so that every instance knows a new key before it signs.
+	// them again (default: 30 s, at most PublishAhead/4; 5 s with no
+	// publish-ahead). It must stay well below PublishAhead, so that every
+	// instance knows a new key before it signs. It is also how long a
+	// running instance may still use a key retired beside it (Retire).
 	Refresh time.Duration
 }
+
+// zeroAheadRefresh is Refresh when new keys sign at once (PublishAhead 0):
+// for that long another instance may still sign with the key a rotation
+// replaced (it stays published), and its JWKS may lack the new key.
+const zeroAheadRefresh = 5 * time.Second
 
 func (c *Config) check() error {
 	if !slices.Contains(Algorithms, c.Algorithm) {
 		return fmt.Errorf("%w %q (want RS256, ES256 or EdDSA)", ErrUnknownAlgo, c.Algorithm)
 	}
-	if c.RotationPeriod <= 0 || c.PublishAhead <= 0 || c.MaxSignedLifetime <= 0 {
-		return errors.New("signing: rotation period, publish-ahead time and max signed lifetime must be positive")
+	if c.RotationPeriod <= 0 || c.PublishAhead < 0 || c.MaxSignedLifetime <= 0 {
+		return errors.New("signing: rotation period and max signed lifetime must be positive, the publish-ahead time not negative")
 	}
 	if c.PublishAhead >= c.RotationPeriod {
 		return errors.New("signing: the publish-ahead time must be shorter than the rotation period")
 	}
+	if c.Refresh <= 0 && c.PublishAhead == 0 {
+		c.Refresh = zeroAheadRefresh
+	}
 	if c.Refresh <= 0 {
 		c.Refresh = min(30*time.Second, c.PublishAhead/4)
 	}
-	if c.Refresh > c.PublishAhead/2 {
+	if c.PublishAhead > 0 && c.Refresh > c.PublishAhead/2 {
 		return errors.New("signing: refresh must be at most half the publish-ahead time")
 	}
 	return nil
@@ -166,7 +176,7 @@ func (k *Keys) EnsureKeys(ctx context.Context) error {
 			return nil
 		}
 	}
-	_, err = k.addLocked(ctx, snap, now)
+	_, err = k.addLocked(ctx, snap, now, k.cfg.PublishAhead)
 	return err
 }
 
@@ -176,6 +186,19 @@ func (k *Keys) EnsureKeys(ctx context.Context) error {
 // the schedule: a key added since Rotate was called) adds nothing more:
 // that key is the new one. It returns the new key.
 func (k *Keys) Rotate(ctx context.Context) (Info, error) {
+	return k.rotate(ctx, k.cfg.PublishAhead)
+}
+
+// RotateNow is the emergency rotation (latchkey keys rotate --now): the
+// new key is published and signs at once, without the publish-ahead time,
+// so a verifier with a cached JWKS fails on it until it fetches the JWKS
+// again. The key it replaces stops signing now and stays published until
+// what it signed has expired, unless it is retired (Retire).
+func (k *Keys) RotateNow(ctx context.Context) (Info, error) {
+	return k.rotate(ctx, 0)
+}
+
+func (k *Keys) rotate(ctx context.Context, ahead time.Duration) (Info, error) {
 	start := k.now().Truncate(time.Microsecond)
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -183,21 +206,54 @@ func (k *Keys) Rotate(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	if n := len(snap.keys); n > 0 && !snap.keys[n-1].PublishAt.Before(start) {
-		now := k.now()
+	// A key added meanwhile is this rotation's, unless it signs later than
+	// this one must (a scheduled key met by RotateNow).
+	now := k.now()
+	if n := len(snap.keys); n > 0 && !snap.keys[n-1].PublishAt.Before(start) &&
+		!snap.keys[n-1].SignFrom.After(now.Add(ahead)) {
 		return snap.keys[n-1].info(now, snap.active(now)), nil
 	}
-	return k.addLocked(ctx, snap, k.now())
+	return k.addLocked(ctx, snap, now, ahead)
+}
+
+// ErrSigningKeyInUse refuses to retire the key that signs (or one newer
+// than it): nothing would sign then. Rotate with RotateNow first.
+var ErrSigningKeyInUse = errors.New("signing: a key that signs now or later cannot be retired")
+
+// Retire ends the key kid at once: it leaves the JWKS, no longer verifies
+// and never signs (latchkey keys retire, for a compromised key). Only a
+// key older than the one that signs now may be retired (ErrSigningKeyInUse
+// otherwise); an unknown kid, or one already out of the JWKS, is
+// store.ErrNotFound. This instance forgets the key at once; other running
+// instances within their Refresh, and verifiers when their cached JWKS
+// expires (CacheMaxAge).
+func (k *Keys) Retire(ctx context.Context, kid string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	err := k.store.RetireSigningKey(ctx, kid, k.now().Truncate(time.Microsecond))
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: %s", ErrSigningKeyInUse, kid)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := k.loadLocked(ctx); err != nil {
+		return err
+	}
+	if k.Log != nil {
+		k.Log.Warn("signing key retired", "kid", kid)
+	}
+	return nil
 }
 
 // addLocked adds the successor of snap's newest key (or the first key) and
 // reads the keys again.
-func (k *Keys) addLocked(ctx context.Context, snap *snapshot, now time.Time) (Info, error) {
+func (k *Keys) addLocked(ctx context.Context, snap *snapshot, now time.Time, ahead time.Duration) (Info, error) {
 	now = now.Truncate(time.Microsecond) // what the store keeps
 	gen, signFrom := int64(1), now
 	if len(snap.keys) > 0 {
 		gen = snap.keys[len(snap.keys)-1].Generation + 1
-		signFrom = now.Add(k.cfg.PublishAhead)
+		signFrom = now.Add(ahead)
 	}
 	priv, err := generate(k.cfg.Algorithm)
 	if err != nil {

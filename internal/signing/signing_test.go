@@ -506,12 +506,12 @@ func TestAlgorithmChange(t *testing.T) {
 func TestConfigChecks(t *testing.T) {
 	sealer, _ := seal.New(serverKey, SealPurpose)
 	for name, cfg := range map[string]Config{
-		"unknown algorithm":       {Algorithm: "HS256", RotationPeriod: period, PublishAhead: ahead, MaxSignedLifetime: lifetime},
-		"publish ahead too long":  {Algorithm: RS256, RotationPeriod: ahead, PublishAhead: ahead, MaxSignedLifetime: lifetime},
-		"no lifetime":             {Algorithm: RS256, RotationPeriod: period, PublishAhead: ahead},
-		"refresh too slow":        {Algorithm: RS256, RotationPeriod: period, PublishAhead: ahead, MaxSignedLifetime: lifetime, Refresh: ahead},
-		"negative rotation":       {Algorithm: RS256, RotationPeriod: -period, PublishAhead: ahead, MaxSignedLifetime: lifetime},
-		"publish ahead of a zero": {Algorithm: RS256, RotationPeriod: period, MaxSignedLifetime: lifetime},
+		"unknown algorithm":      {Algorithm: "HS256", RotationPeriod: period, PublishAhead: ahead, MaxSignedLifetime: lifetime},
+		"publish ahead too long": {Algorithm: RS256, RotationPeriod: ahead, PublishAhead: ahead, MaxSignedLifetime: lifetime},
+		"no lifetime":            {Algorithm: RS256, RotationPeriod: period, PublishAhead: ahead},
+		"refresh too slow":       {Algorithm: RS256, RotationPeriod: period, PublishAhead: ahead, MaxSignedLifetime: lifetime, Refresh: ahead},
+		"negative rotation":      {Algorithm: RS256, RotationPeriod: -period, PublishAhead: ahead, MaxSignedLifetime: lifetime},
+		"negative publish ahead": {Algorithm: RS256, RotationPeriod: period, PublishAhead: -ahead, MaxSignedLifetime: lifetime},
 	} {
 		if _, err := New(nil, sealer, cfg, nil); err == nil {
 			t.Errorf("%s: New accepted %+v", name, cfg)
@@ -588,5 +588,126 @@ func TestConcurrentInstances(t *testing.T) {
 				t.Errorf("after racing rotations: %d keys, want 3: %+v", len(got), got)
 			}
 		})
+	}
+}
+
+// The emergency rotation: RotateNow's key signs at once; Retire takes the
+// old key out of the JWKS and out of Verify at once, and refuses the key
+// that signs (and a key published to sign later), so a key always signs.
+func TestRotateNowAndRetire(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	k := newKeys(t, sqliteStore(t), c, testConfig(ES256))
+	if err := k.EnsureKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	oldTok, oldKID := sign(t, k, c.Now())
+	if err := k.Retire(ctx, oldKID); !errors.Is(err, ErrSigningKeyInUse) {
+		t.Fatalf("Retire of the only key: %v, want ErrSigningKeyInUse", err)
+	}
+	c.Advance(time.Second)
+	scheduled, err := k.Rotate(ctx) // published ahead: signs a day later
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kid := range []string{oldKID, scheduled.KID} {
+		if err := k.Retire(ctx, kid); !errors.Is(err, ErrSigningKeyInUse) {
+			t.Errorf("Retire(%s) while no newer key signs: %v, want ErrSigningKeyInUse", kid, err)
+		}
+	}
+
+	c.Advance(time.Second)
+	now, err := k.RotateNow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.State != StateSigning || !now.SignFrom.Equal(c.Now().Truncate(time.Microsecond)) {
+		t.Fatalf("RotateNow: %+v, want a key that signs from now", now)
+	}
+	if _, kid := sign(t, k, c.Now()); kid != now.KID {
+		t.Errorf("after RotateNow Sign used %s, want %s", kid, now.KID)
+	}
+	// Until it is retired, the old key still verifies what it signed.
+	if _, err := k.Verify(ctx, oldTok, "JWT"); err != nil {
+		t.Errorf("the replaced key's token before Retire: %v", err)
+	}
+	for _, kid := range []string{oldKID, scheduled.KID} {
+		if err := k.Retire(ctx, kid); err != nil {
+			t.Fatalf("Retire(%s): %v", kid, err)
+		}
+	}
+	if set, _ := servedJWKS(t, k); !cmp.Equal(kids(set), []string{now.KID}) {
+		t.Errorf("JWKS after Retire: %v, want only %s", kids(set), now.KID)
+	}
+	if _, err := k.Verify(ctx, oldTok, "JWT"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("the retired key's token: %v, want ErrInvalid", err)
+	}
+	if err := k.Retire(ctx, now.KID); !errors.Is(err, ErrSigningKeyInUse) {
+		t.Errorf("Retire of the newest signing key: %v, want ErrSigningKeyInUse", err)
+	}
+	if err := k.Retire(ctx, oldKID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Retire of a retired key: %v, want store.ErrNotFound", err)
+	}
+	// Past the day the scheduled key was to sign, the emergency key signs on.
+	c.Advance(ahead + time.Hour)
+	if _, kid := sign(t, k, c.Now()); kid != now.KID {
+		t.Errorf("after the retired key's SignFrom Sign used %s, want %s", kid, now.KID)
+	}
+}
+
+// With no publish-ahead time (oidc.key_publish_ahead: 0s), a scheduled
+// rotation's key signs at once, and verifiers are told not to cache.
+func TestZeroPublishAhead(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	cfg := testConfig(RS256)
+	cfg.PublishAhead, cfg.Refresh = 0, 0
+	k := newKeys(t, sqliteStore(t), c, cfg)
+	if err := k.EnsureKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, first := sign(t, k, c.Now())
+	c.Advance(period)
+	if err := k.EnsureKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, kid := sign(t, k, c.Now()); kid == first {
+		t.Errorf("the rotation's key does not sign at once with no publish-ahead time")
+	}
+	if _, h := servedJWKS(t, k); h.Get("Cache-Control") != "public, max-age=0" {
+		t.Errorf("JWKS Cache-Control %q, want max-age=0", h.Get("Cache-Control"))
+	}
+	if k.cfg.Refresh != zeroAheadRefresh {
+		t.Errorf("Refresh %v, want %v", k.cfg.Refresh, zeroAheadRefresh)
+	}
+}
+
+// A rotation that meets a key added since it was called adds nothing more,
+// unless it must sign at once and that key signs later: RotateNow after a
+// scheduled rotation still adds a key that signs now.
+func TestRotateMeetsAConcurrentKey(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	k := newKeys(t, sqliteStore(t), c, testConfig(ES256))
+	if err := k.EnsureKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	// The same instant: what a concurrent caller's key looks like.
+	a, err := k.Rotate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := k.Rotate(ctx)
+	if err != nil || b.KID != a.KID {
+		t.Errorf("a second Rotate at once: %s, %v; want the first one's key %s", b.KID, err, a.KID)
+	}
+	now, err := k.RotateNow(ctx)
+	if err != nil || now.KID == a.KID || now.State != StateSigning {
+		t.Errorf("RotateNow after a scheduled key: %+v, %v; want a new key that signs", now, err)
+	}
+	again, err := k.RotateNow(ctx)
+	if err != nil || again.KID != now.KID {
+		t.Errorf("a second RotateNow at once: %s, %v; want %s", again.KID, err, now.KID)
 	}
 }

@@ -34,4 +34,12 @@ type SigningKeys interface {
 	// ListSigningKeys returns every stored key, oldest generation first.
 	// DeleteExpired removes the keys whose ExpireAt has passed.
 	ListSigningKeys(ctx context.Context) ([]SigningKey, error)
+	// RetireSigningKey ends the key kid at at: it stops signing (RetireAt
+	// at the latest at) and leaves the JWKS (ExpireAt at). It refuses with
+	// ErrConflict, changing nothing, unless a newer key signs by at and is
+	// not retired: so a key that signs now, or one published to sign
+	// later, is never retired, and a key always signs (the newest key that
+	// signs has no such successor, so no mix of concurrent calls ends it).
+	// An unknown kid, or one whose ExpireAt has passed, is ErrNotFound.
+	RetireSigningKey(ctx context.Context, kid string, at time.Time) error
 }

@@ -61,3 +61,29 @@ func (db *DB) ListSigningKeys(ctx context.Context) ([]store.SigningKey, error) {
 	}
 	return out, rows.Err()
 }
+
+// RetireSigningKey checks, in one transaction, that kid is stored and in
+// the JWKS and that a newer key signs by at and is not ended, then ends kid.
+func (db *DB) RetireSigningKey(ctx context.Context, kid string, at time.Time) error {
+	return db.Tx(ctx, func(st store.Store) error {
+		tx := st.(*DB)
+		var gen int64
+		err := tx.queryRow(ctx, `SELECT generation FROM signing_keys WHERE kid = ? AND (expire_at = 0 OR expire_at > ?)`,
+			kid, micros(at)).Scan(&gen)
+		if err != nil {
+			return db.scanErr(err)
+		}
+		var successors int
+		if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM signing_keys WHERE generation > ? AND sign_from <= ?
+			AND (expire_at = 0 OR expire_at > ?)`, gen, micros(at), micros(at)).Scan(&successors); err != nil {
+			return db.scanErr(err)
+		}
+		if successors == 0 {
+			return fmt.Errorf("signing key %s: no newer key signs yet: %w", kid, store.ErrConflict)
+		}
+		_, err = tx.exec(ctx, `UPDATE signing_keys SET expire_at = ?,
+			retire_at = CASE WHEN retire_at = 0 OR retire_at > ? THEN ? ELSE retire_at END WHERE kid = ?`,
+			micros(at), micros(at), micros(at), kid)
+		return err
+	})
+}

@@ -146,3 +146,68 @@ func testSigningKeyRace(t *testing.T, s store.Store) {
 		t.Error("the first key was not retired by the winner")
 	}
 }
+
+// testRetireSigningKey: a key is retired (out of the JWKS at once) only when
+// a newer key already signs; the key that signs, or one published to sign
+// later, is refused and keeps its dates.
+func testRetireSigningKey(t *testing.T, s store.Store) {
+	const lifetime = 2 * time.Hour
+	a := signingKey(1, t0)
+	a.SignFrom = t0
+	b := signingKey(2, t0.Add(time.Hour)) // signs from t0+25h
+	for _, k := range []store.SigningKey{a, b} {
+		if err := s.AddSigningKey(ctx(), k, lifetime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := s.ListSigningKeys(ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(2 * time.Hour) // a signs, b is published
+	for name, kid := range map[string]string{"the signing key": a.KID, "a key published to sign later": b.KID} {
+		if err := s.RetireSigningKey(ctx(), kid, now); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("RetireSigningKey of %s: %v, want ErrConflict", name, err)
+		}
+	}
+	if err := s.RetireSigningKey(ctx(), "no-such-kid", now); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RetireSigningKey of an unknown kid: %v, want ErrNotFound", err)
+	}
+	if got, _ := s.ListSigningKeys(ctx()); !cmp.Equal(before, got) {
+		t.Errorf("refused retirements changed the keys:\n%s", cmp.Diff(before, got))
+	}
+
+	// c signs at once (an emergency rotation): now a and b may be retired.
+	c := signingKey(3, now)
+	c.SignFrom = now
+	if err := s.AddSigningKey(ctx(), c, lifetime); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(time.Minute)
+	for _, kid := range []string{a.KID, b.KID} {
+		if err := s.RetireSigningKey(ctx(), kid, later); err != nil {
+			t.Errorf("RetireSigningKey(%s) with a newer key signing: %v", kid, err)
+		}
+	}
+	if err := s.RetireSigningKey(ctx(), c.KID, later); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("RetireSigningKey of the newest signing key: %v, want ErrConflict", err)
+	}
+	got, err := s.ListSigningKeys(ctx())
+	if err != nil || len(got) != 3 {
+		t.Fatalf("ListSigningKeys = %d keys, %v", len(got), err)
+	}
+	// a was to retire at b's SignFrom, which is after later: it retires at
+	// later; b retired when c began to sign, which stays.
+	for i, want := range []time.Time{later, now} {
+		if k := got[i]; !k.ExpireAt.Equal(later) || !k.RetireAt.Equal(want) {
+			t.Errorf("key %d after retirement: retires %v, expires %v; want %v, %v", i+1, k.RetireAt, k.ExpireAt, want, later)
+		}
+	}
+	if !got[2].ExpireAt.IsZero() || !got[2].RetireAt.IsZero() {
+		t.Errorf("the signing key got dates: retires %v, expires %v", got[2].RetireAt, got[2].ExpireAt)
+	}
+	// A retired key is out of the JWKS: retiring it again is not found.
+	if err := s.RetireSigningKey(ctx(), a.KID, later.Add(time.Second)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RetireSigningKey of a retired key: %v, want ErrNotFound", err)
+	}
+}

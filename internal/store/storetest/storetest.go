@@ -51,6 +51,7 @@ func RunTests(t *testing.T, newStore NewStore) {
 		{"ConfigUnits", testConfigUnits},
 		{"ServerKeys", testServerKeys},
 		{"SigningKeys", testSigningKeys},
+		{"RetireSigningKey", testRetireSigningKey},
 		{"TxCommit", testTxCommit},
 		{"TxRollbackOnError", testTxRollback},
 		{"TxRollbackOnPanic", testTxPanic},
