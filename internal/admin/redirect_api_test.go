@@ -77,11 +77,6 @@ func TestRegistrationAppliesTheRedirectRule(t *testing.T) {
 			t.Errorf("register with %q: %v", u, err)
 		}
 	}
-	reg, err := svc.Register(ctx, from(), "", admin.Metadata{TokenEndpointAuthMethod: client.AuthNone,
-		RedirectURIs: []string{"https://app.example/cb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, u := range refusedRedirects {
 		for _, tc := range []struct {
 			name, code string
@@ -97,8 +92,16 @@ func TestRegistrationAppliesTheRedirectRule(t *testing.T) {
 				return err
 			}},
 			{"update redirect_uris", "invalid_redirect_uri", func() error {
-				_, err := svc.UpdateRegistration(ctx, from(), reg.Client.ID, reg.Token, admin.Metadata{ClientID: reg.Client.ID,
-					TokenEndpointAuthMethod: client.AuthNone, RedirectURIs: []string{"https://app.example/cb", u}})
+				// A client of its own each time: updates are throttled per client.
+				reg, err := svc.Register(ctx, from(), "", admin.Metadata{TokenEndpointAuthMethod: client.AuthNone,
+					RedirectURIs: []string{"https://app.example/cb"}})
+				if err != nil {
+					return err
+				}
+				_, err = svc.UpdateRegistration(ctx, from(), reg.Client.ID, reg.Token, func() (admin.Metadata, error) {
+					return admin.Metadata{ClientID: reg.Client.ID, TokenEndpointAuthMethod: client.AuthNone,
+						RedirectURIs: []string{"https://app.example/cb", u}}, nil
+				})
 				return err
 			}},
 		} {
