@@ -69,7 +69,7 @@ func TestEveryExpressionCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found < 20 {
+	if found < 10 { // a sanity bound: the code base has 16 today
 		t.Errorf("found %d expressions; the walk missed the code base", found)
 	}
 }
