@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/latchkey/latchkey/internal/client"
+	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/outbound"
 	"github.com/latchkey/latchkey/internal/store"
@@ -160,7 +161,7 @@ func lifetime(field, v string, def time.Duration) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < time.Second || d > maxLifetime {
-		return 0, invalid(field, "%s %q is not a duration from 1s to %s (e.g. 1h, 720h)", field, clip(v), formatDuration(maxLifetime))
+		return 0, invalid(field, "%s %q is not a duration from 1s to %s (e.g. 1h, 720h)", field, clip(v), config.FormatDuration(maxLifetime))
 	}
 	return d, nil
 }
@@ -368,19 +369,6 @@ func clip(s string) string {
 		s = s[:64] + "..."
 	}
 	return strings.ToValidUTF8(s, "?")
-}
-
-// FormatDuration spells a lifetime as the config file does: "1h", "720h",
-// "1h30m", "90s".
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 // defaultOutbound is the guard's rule without exceptions (a Service

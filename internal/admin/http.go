@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/clientauth"
+	"github.com/latchkey/latchkey/internal/config"
 	"github.com/latchkey/latchkey/internal/httpx"
 	"github.com/latchkey/latchkey/internal/personimport"
 	"github.com/latchkey/latchkey/internal/request"
@@ -181,7 +182,7 @@ func View(c Client, secret string) ClientView {
 		TokenEndpointAuthMethod: c.TokenEndpointAuthMethod, JWKS: c.JWKS, JWKSURI: c.JWKSURI,
 		RedirectURIs: nonNil(c.RedirectURIs), GrantTypes: nonNil(c.GrantTypes), Scopes: nonNil(c.Scopes),
 		ConsentRequired: c.ConsentRequired, AllowPlainPKCE: c.AllowPlainPKCE,
-		AccessTokenLifetime: formatDuration(c.AccessTokenLifetime), RefreshTokenLifetime: formatDuration(c.RefreshTokenLifetime),
+		AccessTokenLifetime: config.FormatDuration(c.AccessTokenLifetime), RefreshTokenLifetime: config.FormatDuration(c.RefreshTokenLifetime),
 		AppIdentifier: c.AppIdentifier, AppPlatform: c.AppPlatform, AppVersion: c.AppVersion,
 		IntrospectAnyToken: c.IntrospectAnyToken, DeviceApprovalClients: nonNil(c.DeviceApprovalClients),
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), AccessTokenFormat: format,

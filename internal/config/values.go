@@ -167,7 +167,7 @@ func formatValue(fv reflect.Value) string {
 		fv = fv.Elem()
 	}
 	if fv.Type() == reflect.TypeFor[Duration]() {
-		return formatDuration(time.Duration(fv.Int()))
+		return FormatDuration(time.Duration(fv.Int()))
 	}
 	if fv.IsZero() && fv.Kind() != reflect.Bool {
 		return ""
@@ -175,8 +175,9 @@ func formatValue(fv reflect.Value) string {
 	return fmt.Sprint(fv.Interface())
 }
 
-// formatDuration writes d as a config file would: "24h", "90s", "2160h".
-func formatDuration(d time.Duration) string {
+// FormatDuration writes d as a config file would: "24h", "90s", "2160h",
+// "1h30m".
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]
