@@ -3,21 +3,17 @@ package journey_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/latchkey/latchkey/internal/events"
 	"github.com/latchkey/latchkey/internal/federation"
 	"github.com/latchkey/latchkey/internal/identity"
 	"github.com/latchkey/latchkey/internal/journey"
 	"github.com/latchkey/latchkey/internal/server/servertest"
-	"github.com/latchkey/latchkey/internal/token"
 )
 
-// upstream is the federation service of s with one OpenID Connect login
+// upstream is the server's federation service with one OpenID Connect login
 // method "corp" (auto activation as given), configured through the
 // configuration API as an operator would.
 func upstream(t *testing.T, s *servertest.Server, autoActivation bool) (*federation.Service, federation.Method) {
@@ -41,15 +37,8 @@ func upstream(t *testing.T, s *servertest.Server, autoActivation bool) (*federat
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("configure: %d %s", resp.StatusCode, b)
 	}
-	j := s.App.Journeys()
-	j.Config.Forget()
-	h, err := token.NewHasher(servertest.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fed := &federation.Service{Store: s.Store, Config: j.Config, Identity: j.Identity, Hasher: h, Events: events.NewRecorder(),
-		Issuer: s.URL, HTTP: &http.Client{Timeout: 5 * time.Second}, LDAPTimeout: 5 * time.Second, PasswordLevel: 1,
-		Now: time.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.App.Journeys().Config.Forget()
+	fed := s.App.Federation()
 	m, err := fed.Method(context.Background(), "corp")
 	if err != nil {
 		t.Fatal(err)

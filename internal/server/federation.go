@@ -31,3 +31,6 @@ func (s *Server) newFederation(cim *cimconfig.Service, serverKey []byte, rec *ev
 		Tokens: sealer, Issuer: s.cfg.Issuer, HTTP: ob.HTTPClient(), Outbound: ob, LDAPTimeout: upstreamTimeout,
 		PasswordLevel: s.cfg.PasswordAuthenticationLevel, Now: s.now, Log: s.log}, nil
 }
+
+// Federation is the login methods' service (tests).
+func (s *Server) Federation() *federation.Service { return s.pages.Federation }
