@@ -300,7 +300,7 @@ func (s *Service) Complete(ctx context.Context, f request.Facts, client store.Cl
 func (s *Service) completeImplicit(ctx context.Context, f request.Facts, client store.Client, ar *AuthorizeRequest, a authflow.Approval, data []byte) (string, error) {
 	is := issue{client: client, subject: a.Subject(), scopes: a.Scopes(),
 		requested: ar.Scopes, authLevel: a.Level(), amr: a.AMR(), data: data}
-	if err := s.issueAhead(ctx, &is, nil); err != nil {
+	if err := s.prepare(ctx, &is, nil); err != nil {
 		return "", err
 	}
 	var resp *TokenResponse

@@ -29,7 +29,7 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 	}
 	hash := s.tokens().Key(token.AuthCode, code)
 	now := f.Time.UTC()
-	ahead, err := s.codeAhead(ctx, client, form, hash, now)
+	prepared, err := s.prepareExchange(ctx, client, form, hash, now)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 	var refused *refusal
 	err = s.Store.Tx(ctx, func(tx store.Store) error {
 		refused = nil // the function may run twice (UseAuthCodeGuardPerson)
-		err := s.exchange(ctx, f, tx, client, form, hash, now, ahead, &resp, &subject)
+		err := s.exchange(ctx, f, tx, client, form, hash, now, prepared, &resp, &subject)
 		if errors.As(err, &refused) {
 			return nil // commit: the failed exchange still burns the code
 		}
@@ -69,14 +69,14 @@ func (s *Service) exchangeCode(ctx context.Context, f request.Facts, client stor
 	return resp, nil
 }
 
-// codeAhead is the issuance of the exchange with the work done before its
-// transaction (issueAhead: the web hooks asked, the JWT access token
-// signed), when a read of the code says the exchange would issue: an
-// unknown, used or refused code, or one whose person is gone, gets
+// prepareExchange is the issuance of the exchange with the work done
+// before its transaction (prepare: the web hooks asked, the JWT access
+// token signed), when a read of the code says the exchange would issue:
+// an unknown, used or refused code, or one whose person is gone, gets
 // nothing. The transaction uses the code and decides; this read only
-// spares SQLite's single writer the hooks' round trips and the signature.
-func (s *Service) codeAhead(ctx context.Context, client store.Client, form map[string]string, hash []byte, now time.Time) (issue, error) {
-	if !s.worksAhead(client) {
+// keeps the hooks' round trips and the signature out of it.
+func (s *Service) prepareExchange(ctx context.Context, client store.Client, form map[string]string, hash []byte, now time.Time) (issue, error) {
+	if !s.prepares(client) {
 		return issue{}, nil
 	}
 	c, p, err := s.Store.GetAuthCodePerson(ctx, hash)
@@ -87,7 +87,7 @@ func (s *Service) codeAhead(ctx context.Context, client store.Client, form map[s
 		return issue{}, err
 	}
 	is := codeIssue(client, c)
-	return is, s.issueAhead(ctx, &is, &p)
+	return is, s.prepare(ctx, &is, &p)
 }
 
 // codeIssue is the issuance of an exchange of code c by client.
@@ -120,7 +120,7 @@ func codeRefusal(c store.AuthCode, client store.Client, form map[string]string, 
 
 // exchange is the body of the code exchange, inside its transaction.
 func (s *Service) exchange(ctx context.Context, f request.Facts, tx store.Store, client store.Client, form map[string]string, hash []byte,
-	now time.Time, ahead issue, resp **TokenResponse, subject *string) error {
+	now time.Time, prepared issue, resp **TokenResponse, subject *string) error {
 	// Using the code first makes it single-use whatever happens next:
 	// a failed exchange burns it (RFC 6749 section 4.1.2: one use only).
 	// The person is read with it, as lockPerson does: the authority over
@@ -147,7 +147,7 @@ func (s *Service) exchange(ctx context.Context, f request.Facts, tx store.Store,
 		return invalidGrant(events.TokenRequestInvalidGrant, "The account of the authorization code cannot sign in.")
 	}
 	is := codeIssue(client, c)
-	is.person, is.hooks, is.ahead = &p, ahead.hooks, ahead.ahead
+	is.person, is.hooks, is.signed = &p, prepared.hooks, prepared.signed
 	var g store.Grant
 	*resp, g, err = s.mint(ctx, tx, is)
 	if err != nil {

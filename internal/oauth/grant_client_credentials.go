@@ -16,7 +16,7 @@ func (s *Service) clientCredentials(ctx context.Context, f request.Facts, client
 		var scopes []string
 		if scopes, desc = AllowedScopes(client, requested); desc == "" {
 			is := issue{client: client, scopes: scopes, requested: requested}
-			if err := s.issueAhead(ctx, &is, nil); err != nil {
+			if err := s.prepare(ctx, &is, nil); err != nil {
 				return nil, err
 			}
 			var resp *TokenResponse

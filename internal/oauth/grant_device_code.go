@@ -34,9 +34,9 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 	// was too fast is too fast on the newer state too (a later poll's time
 	// is later and the interval only grows), which the poll between wrote.
 	// An approved code's web hooks are asked, and its JWT access token
-	// signed, on the same read, before the transaction (issueAhead), which
+	// signed, on the same read, before the transaction (prepare), which
 	// decides.
-	var ahead issue
+	var prepared issue
 	if d, err := s.Store.GetDeviceCode(ctx, hash); err == nil && d.ClientID == client.ID && now.Before(d.ExpiresAt) {
 		switch d.Status {
 		case store.DevicePending:
@@ -49,8 +49,8 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 				return nil, pollError(outcome)
 			}
 		case store.DeviceApproved:
-			ahead = deviceIssue(client, d)
-			if err := s.issueAhead(ctx, &ahead, nil); err != nil {
+			prepared = deviceIssue(client, d)
+			if err := s.prepare(ctx, &prepared, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -83,7 +83,7 @@ func (s *Service) pollDevice(ctx context.Context, f request.Facts, client store.
 			return err
 		}
 		is := deviceIssue(client, d)
-		is.hooks, is.ahead = ahead.hooks, ahead.ahead
+		is.hooks, is.signed = prepared.hooks, prepared.signed
 		var g store.Grant
 		resp, g, err = s.mint(ctx, tx, is)
 		if errors.Is(err, errPersonInactive) {

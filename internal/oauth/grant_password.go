@@ -69,7 +69,7 @@ func (s *Service) password(ctx context.Context, f request.Facts, client store.Cl
 	}
 	is := issue{client: client, subject: a.Subject(), scopes: a.Scopes(), requested: requested,
 		authLevel: a.Level(), amr: a.AMR(), refresh: issuesRefresh(client)}
-	if err := s.issueAhead(ctx, &is, &p); err != nil {
+	if err := s.prepare(ctx, &is, &p); err != nil {
 		return nil, err
 	}
 	var resp *TokenResponse

@@ -35,7 +35,7 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 	if err != nil {
 		return nil, err
 	}
-	ahead, err := s.refreshAhead(ctx, client, hash, requested, rotate, now)
+	prepared, err := s.prepareRefresh(ctx, client, hash, requested, rotate, now)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 			person = nil // (another grant's: see above)
 		}
 		resp, _, err = s.mint(ctx, tx, issue{client: client, scopes: scopes, requested: requested,
-			grant: &g, refresh: rotate, person: person, hooks: ahead.hooks, ahead: ahead.ahead})
+			grant: &g, refresh: rotate, person: person, hooks: prepared.hooks, signed: prepared.signed})
 		if errors.Is(err, errPersonInactive) {
 			return invalidGrant(events.TokenRequestInvalidRefreshToken, "The grant is no longer valid.")
 		}
@@ -137,12 +137,12 @@ func (s *Service) refresh(ctx context.Context, f request.Facts, client store.Cli
 	return resp, nil
 }
 
-// refreshAhead is the issuance of the refresh with the work done before
-// its transaction (issueAhead), when a read of the token says the refresh
-// would issue. The transaction decides; this read only spares SQLite's
-// single writer the hooks' round trips and the signature.
-func (s *Service) refreshAhead(ctx context.Context, client store.Client, hash []byte, requested []string, rotate bool, now time.Time) (issue, error) {
-	if !s.worksAhead(client) {
+// prepareRefresh is the issuance of the refresh with the work done before
+// its transaction (prepare), when a read of the token says the refresh
+// would issue. The transaction decides; this read only keeps the hooks'
+// round trips and the signature out of it.
+func (s *Service) prepareRefresh(ctx context.Context, client store.Client, hash []byte, requested []string, rotate bool, now time.Time) (issue, error) {
+	if !s.prepares(client) {
 		return issue{}, nil
 	}
 	// (ErrNotFound also for a token without a person, or whose person is
@@ -159,7 +159,7 @@ func (s *Service) refreshAhead(ctx context.Context, client store.Client, hash []
 		return issue{}, nil
 	}
 	is := issue{client: client, scopes: scopes, requested: requested, grant: &g, refresh: rotate}
-	return is, s.issueAhead(ctx, &is, &p)
+	return is, s.prepare(ctx, &is, &p)
 }
 
 // refreshScopes are the scopes a refresh with token t of grant g issues,

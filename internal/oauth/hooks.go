@@ -17,11 +17,12 @@ import (
 )
 
 // hookAnswers are the web hooks' answers to an issuance, asked before its
-// transaction (hooksAhead). On SQLite a transaction's function runs on the
-// single writer, where a hook's round trip held every other write of the
-// server. mint takes an answer only when the request it would send from
-// what it read in the transaction is the request answered; otherwise it
-// asks again, inside, as it did before.
+// transaction (askHooks): a transaction that waited on a hook's round
+// trip would hold what it holds (the person against a block; on an
+// embedded store, every other write) for as long. mint takes an answer
+// only when the request it would send from what it read in the
+// transaction is the request answered; otherwise it asks again, inside,
+// where the hook's bounded timeout bounds the hold.
 type hookAnswers struct {
 	access   *webhook.AccessTokenRequest // nil: not asked
 	narrowed []string
@@ -35,7 +36,7 @@ func (s *Service) hooksEnabled() bool {
 	return s.Details.AccessHook.Enabled() || s.Details.UserHook.Enabled()
 }
 
-// hooksAhead asks the web hooks what mint would ask them for is, before
+// askHooks asks the web hooks what mint would ask them for is, before
 // its transaction: the access token hook, then, for a new grant with an
 // ID token, the user details hook with the scopes the first answer left.
 // p is the person of is when the caller read it (nil: read here). It
@@ -43,7 +44,7 @@ func (s *Service) hooksEnabled() bool {
 // person may not sign in (the transaction refuses the issuance). A hook's
 // failure is what mint's would be: fail closed, the request fails before
 // anything is used; fail open, the answer is the one without the hook.
-func (s *Service) hooksAhead(ctx context.Context, is issue, p *store.Person) (*hookAnswers, error) {
+func (s *Service) askHooks(ctx context.Context, is issue, p *store.Person) (*hookAnswers, error) {
 	if !s.hooksEnabled() {
 		return nil, nil
 	}
@@ -247,9 +248,9 @@ func (s *Service) askAccessHook(ctx context.Context, st store.Store, client stor
 	h := s.Details.AccessHook
 	var answer webhook.AccessTokenResponse
 	if err := h.Call(ctx, req, &answer); err != nil {
-		// st is the issuing transaction, or the store before one (hooksAhead):
-		// inside a transaction, writing through it (not s.Store) keeps
-		// SQLite's single writer free.
+		// st is the issuing transaction, or the store before one (askHooks):
+		// inside a transaction, its event is written through it (not
+		// s.Store), which would wait for the transaction's own hold.
 		var subject string
 		if req.User != nil {
 			subject = req.User.ID

@@ -41,12 +41,12 @@ type issue struct {
 	// lock (lockPerson) or its store's guard, and checked the status;
 	// nil: mint locks the person.
 	person *store.Person
-	// ahead: the access token signed before the transaction (signAhead);
+	// signed: the access token signed before the transaction (presign);
 	// mint takes it unless the access token hook ran inside and changed
 	// the claims it was signed with.
-	ahead *aheadToken
+	signed *presigned
 	// hooks: the web hooks' answers asked before the transaction
-	// (hooksAhead); nil when none were.
+	// (askHooks); nil when none were.
 	hooks *hookAnswers
 }
 
@@ -65,12 +65,13 @@ func (is issue) grantData() (grantData, error) {
 	return data, nil
 }
 
-// aheadToken is a JWT access token signed before the issuance's
-// transaction. On SQLite a transaction's function runs on the single
-// writer, where an RS256 signature (one to two milliseconds of CPU) held
-// every other write. mint takes it only when the claims it would sign
-// itself are the ones signed here.
-type aheadToken struct {
+// presigned is a JWT access token signed before the issuance's
+// transaction: a signature (one to two milliseconds of CPU for RS256)
+// never runs inside a transaction, where it would hold what the
+// transaction holds (the person's hold against a block; on an embedded
+// store, every other write). mint takes it only when the claims it would
+// sign itself are the ones signed here.
+type presigned struct {
 	now     time.Time
 	grantID string
 	claims  map[string]any // as signed, but the jti
@@ -83,38 +84,40 @@ func (s *Service) signsAccessJWT(c store.Client) bool {
 	return s.Keys != nil && client.IssuesJWTAccessTokens(c)
 }
 
-// worksAhead: an issuance for c has work to do before its transaction (a
-// web hook to ask, a JWT to sign on a single writer), which a grant that
-// reads its code or token inside the transaction reads ahead for.
-func (s *Service) worksAhead(c store.Client) bool {
-	return s.hooksEnabled() || s.SingleWriter && s.signsAccessJWT(c)
+// prepares: an issuance for c has work to do before its transaction (a
+// web hook to ask, a JWT to sign), for which a grant that reads its code
+// or token inside the transaction reads them once before it.
+func (s *Service) prepares(c store.Client) bool {
+	return s.hooksEnabled() || s.signsAccessJWT(c)
 }
 
-// issueAhead does what is's transaction may take from before it: it asks
-// the web hooks (hooksAhead), then signs the JWT access token (signAhead).
+// prepare does the slow work of is before its transaction, so that no
+// transaction waits on a web hook's round trip or a signature: it asks
+// the web hooks (askHooks), then signs the JWT access token (presign).
+// The transaction decides again on what it reads, and takes these only
+// when they answer what it would ask.
 // p is the person of is when the caller read it; one who may not sign in
 // gets nothing signed (the transaction refuses).
-func (s *Service) issueAhead(ctx context.Context, is *issue, p *store.Person) error {
+func (s *Service) prepare(ctx context.Context, is *issue, p *store.Person) error {
 	var err error
-	if is.hooks, err = s.hooksAhead(ctx, *is, p); err != nil {
+	if is.hooks, err = s.askHooks(ctx, *is, p); err != nil {
 		return err
 	}
 	if p != nil && p.ID != "" && !identity.MaySignIn(p.Status) {
 		return nil
 	}
-	is.ahead, err = s.signAhead(ctx, *is)
+	is.signed, err = s.presign(ctx, *is)
 	return err
 }
 
-// signAhead signs the JWT access token of is before its transaction, or
+// presign signs the JWT access token of is before its transaction, or
 // returns nil when mint would not sign one or could not know the claims
 // before the transaction: no signing keys, an opaque client, an access
 // token hook not asked yet (it narrows scopes and adds claims), or a
-// scope with a usage limit (the token stays opaque); or when the store
-// is not a single writer (SingleWriter). A new grant's token is signed
-// with the grant id and time mint then writes.
-func (s *Service) signAhead(ctx context.Context, is issue) (*aheadToken, error) {
-	if !s.SingleWriter || !s.signsAccessJWT(is.client) {
+// scope with a usage limit (the token stays opaque). A new grant's token
+// is signed with the grant id and time mint then writes.
+func (s *Service) presign(ctx context.Context, is issue) (*presigned, error) {
+	if !s.signsAccessJWT(is.client) {
 		return nil, nil
 	}
 	data, err := is.grantData()
@@ -146,7 +149,7 @@ func (s *Service) signAhead(ctx context.Context, is issue) (*aheadToken, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &aheadToken{now: now, grantID: g.ID, claims: claims, value: value}, nil
+	return &presigned{now: now, grantID: g.ID, claims: claims, value: value}, nil
 }
 
 // newGrant is the grant a new issuance writes. It ends at the maximum
@@ -215,8 +218,8 @@ func mayIssueFor(p store.Person, err error) (store.Person, error) {
 // nothing, when the person may no longer sign in.
 func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenResponse, store.Grant, error) {
 	now := s.Now().UTC()
-	if is.ahead != nil {
-		now = is.ahead.now
+	if is.signed != nil {
+		now = is.signed.now
 	}
 	subject := is.subject
 	if is.grant != nil {
@@ -277,8 +280,8 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		g = *is.grant
 	} else {
 		g = newGrant(is, now)
-		if is.ahead != nil {
-			g.ID = is.ahead.grantID
+		if is.signed != nil {
+			g.ID = is.signed.grantID
 		}
 		if idToken {
 			// The ID token answers the user details; a new grant stores them
@@ -303,7 +306,7 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 	if s.signsAccessJWT(is.client) && limit == 0 {
 		// A counted token stays opaque: only introspection can count its uses.
 		jwt := s.accessJWTClaims(&claims, g, data)
-		if a := is.ahead; a != nil && reflect.DeepEqual(a.claims, jwt) {
+		if a := is.signed; a != nil && reflect.DeepEqual(a.claims, jwt) {
 			access = a.value
 		} else if access, err = s.signAccessJWT(ctx, jwt); err != nil {
 			return nil, g, err
@@ -350,9 +353,8 @@ func (s *Service) mint(ctx context.Context, st store.Store, is issue) (*TokenRes
 		resp.Scope = joinScopes(is.scopes)
 	}
 	if idToken {
-		// Signed after the transaction commits (Service.finish): on SQLite
-		// this function runs on the single writer, where a signature
-		// would hold every other write.
+		// Signed after the transaction commits (Service.finish), as no
+		// signature runs inside a transaction (presigned).
 		if resp.idClaims, err = s.idTokenClaims(ctx, st, person, is.client, g, is.scopes, data, is.grant == nil, now); err != nil {
 			return nil, g, err
 		}

@@ -55,12 +55,6 @@ type Service struct {
 	// neither is issued.
 	Keys            Keys
 	IDTokenLifetime time.Duration // default 1h
-	// SingleWriter: the store runs transactions one at a time (SQLite's
-	// writer), so a JWT access token is signed before its transaction
-	// (signAhead), where the signature holds no other write. PostgreSQL
-	// runs transactions side by side: signing inside holds nothing there,
-	// and reading the code or token ahead would cost a round trip.
-	SingleWriter bool
 	// PageLanguages are the language codes the hosted pages speak
 	// (ui_locales picks the first of them it names).
 	PageLanguages []string

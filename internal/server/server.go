@@ -215,7 +215,6 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 		ClientCache: clients,
 		Flow:        authflow.Policy{PasswordLevel: cfg.PasswordAuthenticationLevel, TOTPLevel: cfg.TOTPAuthenticationLevel},
 		Keys:        oauthKeys(s.keys, opts.WrapKeys), IDTokenLifetime: time.Duration(cfg.OIDC.IDTokenLifetime), PageLanguages: login.Languages(),
-		SingleWriter: st.Backend() == "sqlite",
 	}
 	s.pages = &login.Pages{
 		OAuth: s.oauth, Identity: s.identity, Store: st, Hasher: h, Templates: templates,

@@ -21,9 +21,9 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// On SQLite every grant signs its JWT access token before its
-// transaction (off the single writer); a new grant's with the grant id
-// and time the transaction then writes. The transaction takes the token only when the
+// Every grant signs its JWT access token before its transaction, on
+// every store (no signature runs inside a transaction); a new grant's
+// with the grant id and time the transaction then writes. The transaction takes the token only when the
 // claims it would sign are the ones signed. These tests hold the signed
 // token to what is stored: the same times and scopes, the hook's claims
 // when a hook runs, and an opaque token when a scope counts its uses.
@@ -203,11 +203,11 @@ func TestJWTSignaturesHoldNoWriter(t *testing.T) {
 				// grant whose first write is its transaction's commit
 				// fails that commit's check and runs again, signing again
 				// (client.Optimistically): one signature a run. The
-				// password and device grants write before they sign (the
-				// password check, the poll), which confirms the
-				// generations first; the implicit flow's page reads them.
+				// password grant writes before it signs (the password
+				// check), which confirms the generations first; the
+				// implicit flow's page reads them.
 				want := int32(1)
-				if backend == "postgres" && !slices.Contains([]string{"password", "device_code", "implicit"}, g.name) {
+				if backend == "postgres" && !slices.Contains([]string{"password", "implicit"}, g.name) {
 					want = 2
 				}
 				if n := keys.signed.Load() - before; n != want {
@@ -223,11 +223,10 @@ func TestJWTSignaturesHoldNoWriter(t *testing.T) {
 	}
 }
 
-// A token signed ahead is taken only when the transaction would sign the
+// A token signed before the transaction is taken only when the transaction would sign the
 // same claims: here the access token hook answers the transaction
 // otherwise than it answered before it (the person was renamed between),
-// and the token carries the second answer, signed inside. (PostgreSQL
-// signs inside only.)
+// and the token carries the second answer, signed inside.
 func TestJWTSignedAgainWhenTheClaimsChanged(t *testing.T) {
 	for _, backend := range servertest.Backends {
 		t.Run(backend, func(t *testing.T) {
@@ -263,9 +262,6 @@ func TestJWTSignedAgainWhenTheClaimsChanged(t *testing.T) {
 				t.Errorf("the JWT %v, want the second answer's claim", c)
 			}
 			want := int32(2) // before the transaction, then inside
-			if backend == "postgres" {
-				want = 1
-			}
 			if n := keys.signed.Load() - before; n != want {
 				t.Errorf("%d access tokens signed for the exchange, want %d", n, want)
 			}

@@ -18,7 +18,7 @@ import (
 // the generations first: every change a makes must hold on b's very next
 // request, and each request records exactly one event and issues at most
 // one token, however many times it ran.
-func TestOptimisticRequestsFollowOtherInstances(t *testing.T) {
+func TestEveryChangeHoldsOnAnotherInstancesNextRequest(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	a := servertest.Start(t, introspectConfig(), servertest.Options{Backend: "postgres", PostgresURL: dsn})
 	b := servertest.Start(t, introspectConfig(), servertest.Options{Backend: "postgres", PostgresURL: dsn})

@@ -20,9 +20,9 @@ import (
 	"github.com/latchkey/latchkey/internal/store/postgres/pgtest"
 )
 
-// Every grant asks its web hooks before its transaction: on SQLite a
-// transaction's function runs on the single writer, where a hook's round
-// trip held every other write of the server. The transaction takes an
+// Every grant asks its web hooks before its transaction, on every store:
+// a transaction waiting on a hook's round trip would hold what it holds
+// (on SQLite, every other write of the server). The transaction takes an
 // answer only for the request it would send itself.
 
 // heldHook is a web hook receiver whose calls can be held unanswered.
@@ -159,7 +159,8 @@ func everyGrant() []issuance {
 // heldWhileAnotherWrites sends g's request while held holds it (held
 // returns once the request is held there, release lets it go on), and
 // checks that a revocation commits meanwhile: nothing the request waits
-// for holds SQLite's single writer. It returns what g answered.
+// for holds a transaction that another write needs (SQLite's single
+// writer above all). It returns what g answered.
 func heldWhileAnotherWrites(t *testing.T, s *servertest.Server, g issuance, hold func(), arrived <-chan struct{}, release func()) issued {
 	t.Helper()
 	revocable := personToken(t, s, "web", webSecret, "").AccessToken
