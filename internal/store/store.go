@@ -112,7 +112,7 @@ type Clients interface {
 	// (every field but ID and CreatedAt), in one transaction that holds the
 	// row: concurrent updates of one client run one after the other, each
 	// seeing the one before, so none is lost. An update does not wait for
-	// issuance (CreateGrantForStoredClient) nor block it. It returns the
+	// issuance (CreateGrant of a StoredClient grant) nor block it. It returns the
 	// client as written; ErrNotFound for an unknown ID; fn's error writes
 	// nothing and is returned.
 	UpdateClient(ctx context.Context, id string, fn func(Client) (Client, error)) (Client, error)
@@ -124,7 +124,7 @@ type Clients interface {
 	// at now every grant of it and every token of those grants, and
 	// forgets the consents persons gave it (an ID may come back, and must
 	// not inherit them). It waits for issuance that holds the client
-	// (CreateGrantForStoredClient) to commit, so what that issued is
+	// (CreateGrant of a StoredClient grant) to commit, so what that issued is
 	// revoked too. ErrNotFound for an unknown ID.
 	DeleteClient(ctx context.Context, id string, now time.Time) (ClientRevocation, error)
 	// ClientGeneration returns a number that every committed client write,

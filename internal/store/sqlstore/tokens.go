@@ -12,8 +12,12 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// CreateGrant inserts a grant.
+// CreateGrant inserts a grant; a StoredClient grant only while its client
+// exists (createGrantForStoredClient).
 func (db *DB) CreateGrant(ctx context.Context, g store.Grant) error {
+	if g.StoredClient {
+		return db.createGrantForStoredClient(ctx, g)
+	}
 	return db.writeOrHold(ctx, `INSERT INTO grants (id, client_id, subject, scopes, auth_level, amr, data, created_at,
 		expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		g.ID, g.ClientID, g.Subject, list(g.Scopes), g.AuthLevel, list(g.AMR), g.Data,
