@@ -270,14 +270,13 @@ type Tokens interface {
 	// the caller can revoke the grant (reuse detection) — and ErrNotFound when unknown.
 	// Exactly one of many concurrent calls succeeds.
 	UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (Token, error)
-	// CountTokenUse counts one use of a token whose UsageLimit is above 0 and
-	// returns the token after the count. ErrConflict when UsageCount already
-	// reached UsageLimit (exactly UsageLimit calls succeed, also concurrently).
-	CountTokenUse(ctx context.Context, hash []byte) (Token, error)
-	// CountTokenUseRecording is CountTokenUse that appends ev, the event of
-	// the answer the use allows, with the use: both commit or neither, and
-	// nothing is appended when no use is counted (ErrConflict, ErrStale).
-	CountTokenUseRecording(ctx context.Context, hash []byte, ev Event) (Token, error)
+	// SpendTokenUse spends one use of a token whose UsageLimit is above 0
+	// and returns the token after the use. ErrConflict when UsageCount
+	// already reached UsageLimit (exactly UsageLimit calls succeed, also
+	// concurrently). With ev (the event of the answer the use allows), ev
+	// is appended with the use: both commit or neither, and nothing is
+	// appended when no use is spent.
+	SpendTokenUse(ctx context.Context, hash []byte, ev *Event) (Token, error)
 
 	CreateAuthCode(ctx context.Context, c AuthCode) error
 	// GetAuthCodePerson reads a code, used or not, and its person, without
