@@ -125,13 +125,11 @@ var ErrGone = errors.New("client: the client was deleted")
 
 // CreateGrant writes a grant. A stored client's grant is written only
 // while the client exists, holding it against a concurrent delete
-// (store.Tokens.CreateGrantForStoredClient): deleting a client during an
-// issuance never leaves an active token. ErrGone when it was deleted.
+// (store.Grant.StoredClient): deleting a client during an issuance never
+// leaves an active token. ErrGone when it was deleted.
 func (s *Static) CreateGrant(ctx context.Context, g store.Grant) error {
-	if s.IsStatic(g.ClientID) {
-		return s.Store.CreateGrant(ctx, g)
-	}
-	err := s.Store.CreateGrantForStoredClient(ctx, g)
+	g.StoredClient = !s.IsStatic(g.ClientID)
+	err := s.Store.CreateGrant(ctx, g)
 	if errors.Is(err, store.ErrNotFound) {
 		return ErrGone
 	}

@@ -74,7 +74,7 @@ func (p *Pages) Session(r *http.Request) (store.Session, bool) {
 		return store.Session{}, false
 	}
 	// With its person: the authorization endpoint's next read (oauth.Next).
-	s, err := p.Store.GetSessionPerson(r.Context(), p.Hasher.HashOf(token.Session, c.Value))
+	s, err := p.Store.GetSession(r.Context(), p.Hasher.HashOf(token.Session, c.Value))
 	if err != nil || !p.Now().Before(s.ExpiresAt) {
 		return store.Session{}, false
 	}

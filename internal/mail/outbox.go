@@ -154,7 +154,7 @@ func (o *Outbox) send(ctx context.Context, m store.Mail) bool {
 	}
 	now := o.Now().UTC()
 	if err == nil {
-		if ferr := o.Store.FinishMail(done, m.ID, o.Owner, now, ""); ferr != nil {
+		if ferr := o.Store.EndMailAttempt(done, m.ID, o.Owner, store.MailAttempt{At: now}); ferr != nil {
 			o.Log.Warn("mail outbox: sent, but could not mark it sent", "mail", m.ID, "err", ferr)
 		}
 		o.tell(done, m, nil, false)
@@ -165,11 +165,12 @@ func (o *Outbox) send(ctx context.Context, m store.Mail) bool {
 	// The reply of the server never holds the message, so it may be logged.
 	o.Log.Warn("mail outbox: send failed", "mail", m.ID, "kind", m.Kind, "attempt", m.Attempts, "final", final, "err", err)
 	if final {
-		err2 := o.Store.FinishMail(done, m.ID, o.Owner, now, err.Error())
+		err2 := o.Store.EndMailAttempt(done, m.ID, o.Owner, store.MailAttempt{At: now, Error: err.Error()})
 		if err2 != nil {
 			o.Log.Warn("mail outbox: could not give the mail up", "mail", m.ID, "err", err2)
 		}
-	} else if err2 := o.Store.DeferMail(done, m.ID, o.Owner, now.Add(o.backoff(m.Attempts)), err.Error()); err2 != nil {
+	} else if err2 := o.Store.EndMailAttempt(done, m.ID, o.Owner,
+		store.MailAttempt{At: now, Error: err.Error(), RetryAt: now.Add(o.backoff(m.Attempts))}); err2 != nil {
 		o.Log.Warn("mail outbox: could not defer the mail", "mail", m.ID, "err", err2)
 	}
 	o.tell(done, m, err, final)

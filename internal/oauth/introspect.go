@@ -157,7 +157,7 @@ func (s *Service) IntrospectToken(ctx context.Context, f request.Facts, caller s
 		UserID: t.Subject, TransactionID: g.ID}
 	if token.Limited(found) {
 		// The answer is built before the use is counted, so that the use
-		// and its event commit together (store.CountTokenUseRecording)
+		// and its event commit together (store.SpendTokenUse with its event)
 		// and nothing after them can fail the answer but the encoding.
 		var counted store.Token
 		_, err := s.Events.RecordOAuthBy(f, success, func(ev store.Event) (bool, error) {

@@ -202,15 +202,15 @@ func (a *API) Get(w http.ResponseWriter, r *http.Request) error {
 	if _, err := a.caller(r); err != nil {
 		return err
 	}
-	s, err := a.Store.GetScope(r.Context(), r.PathValue("scope"))
-	if errors.Is(err, store.ErrNotFound) {
-		return apiError(http.StatusNotFound, "not_found", "The scope cannot be found.")
-	}
+	found, err := a.Store.GetScopes(r.Context(), []string{r.PathValue("scope")})
 	if err != nil {
 		return err
 	}
+	if len(found) == 0 {
+		return apiError(http.StatusNotFound, "not_found", "The scope cannot be found.")
+	}
 	httpx.NoStore(w)
-	httpx.WriteJSON(w, http.StatusOK, toView(s))
+	httpx.WriteJSON(w, http.StatusOK, toView(found[0]))
 	return nil
 }
 

@@ -166,12 +166,15 @@ func New(ctx context.Context, cfg *config.Config, st store.Store, logger *slog.L
 	st = layered
 	clients := &client.Cache{Source: st, TTL: clientCacheTTL, Now: now}
 	layered.Changed = clients.Forget
-	if st.Backend() != "sqlite" {
+	if gen, ok := raw.(interface {
+		ClientGeneration(context.Context) (int64, error)
+	}); ok && st.Backend() != "sqlite" {
 		// Other instances write clients and scopes too: every lookup
-		// checks the client generation, so their changes take effect at
-		// once here, and the scope cache holds while that generation has
-		// not moved (scope writes bump it).
-		fresh := &client.Fresh[int64]{Read: st.ClientGeneration}
+		// checks the client generation (the backend's, not the
+		// contract's), so their changes take effect at once here, and the
+		// scope cache holds while that generation has not moved (scope
+		// writes bump it).
+		fresh := &client.Fresh[int64]{Read: gen.ClientGeneration}
 		clients.Generation = fresh.Get
 		latest := fresh.Latest
 		if g, ok := raw.(interface {

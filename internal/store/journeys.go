@@ -22,6 +22,14 @@ type Mail struct {
 	SentAt        time.Time // zero until finished: sent, or given up (LastError says why)
 }
 
+// MailAttempt is how an attempt to send a claimed mail ended
+// (Outbox.EndMailAttempt).
+type MailAttempt struct {
+	At      time.Time // when it ended
+	Error   string    // why it failed; "" when the mail was sent
+	RetryAt time.Time // when to try again; zero: the mail is finished
+}
+
 // Outbox keeps the mails to send. A mail is enqueued in the transaction of
 // the change that causes it, so the change and its mail commit together.
 type Outbox interface {
@@ -33,14 +41,14 @@ type Outbox interface {
 	// of instances never return the same mail within its lease (PostgreSQL:
 	// FOR UPDATE SKIP LOCKED; SQLite: its single writer).
 	ClaimMails(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Mail, error)
-	// FinishMail records that owner is done with the mail at now — sent, or
-	// given up (failure says why; "" when sent) — and empties its body.
-	// ErrNotFound when owner does not hold the mail's lease anymore (another
-	// instance claimed it after the lease ran out).
-	FinishMail(ctx context.Context, id, owner string, now time.Time, failure string) error
-	// DeferMail gives back owner's lease of a mail that could not be sent:
-	// it is due again at next. ErrNotFound when owner does not hold the lease.
-	DeferMail(ctx context.Context, id, owner string, next time.Time, lastError string) error
+	// EndMailAttempt records how owner's attempt at the mail ended. With
+	// a.RetryAt zero the mail is finished at a.At — sent, or given up
+	// (a.Error says why; "" when sent) — and its body emptied; otherwise
+	// owner's lease is given back and the mail is due again at a.RetryAt,
+	// with a.Error as its last error. ErrNotFound when owner does not hold
+	// the mail's lease anymore (another instance claimed it after the
+	// lease ran out), or the mail is finished already.
+	EndMailAttempt(ctx context.Context, id, owner string, a MailAttempt) error
 	// GetMail returns one mail (ErrNotFound when absent).
 	GetMail(ctx context.Context, id string) (Mail, error)
 }

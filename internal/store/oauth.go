@@ -149,6 +149,10 @@ type Grant struct {
 	CreatedAt time.Time // also the start of the maximum refresh validity
 	ExpiresAt time.Time // no token of the grant outlives this
 	RevokedAt time.Time // zero while active
+	// StoredClient: the grant's client is the store's, not the config
+	// file's, so CreateGrant holds it against DeleteClient. Never stored;
+	// reads leave it false.
+	StoredClient bool
 }
 
 // Token kinds.
@@ -202,14 +206,13 @@ type AuthCode struct {
 
 // Tokens stores grants, tokens and authorization codes.
 type Tokens interface {
-	CreateGrant(ctx context.Context, g Grant) error
-	// CreateGrantForStoredClient is CreateGrant for a client of the store
-	// (not one of the config file): it inserts g only while the client
+	// CreateGrant inserts g. With g.StoredClient (a client of the store,
+	// not one of the config file) it inserts g only while the client
 	// g.ClientID exists, and holds the client until the transaction ends
 	// so that DeleteClient waits for it and then revokes g (PostgreSQL: a
 	// KEY SHARE row lock, which concurrent issuance and UpdateClient do not
-	// wait for). ErrNotFound when the client is gone.
-	CreateGrantForStoredClient(ctx context.Context, g Grant) error
+	// wait for); ErrNotFound when the client is gone.
+	CreateGrant(ctx context.Context, g Grant) error
 	// ListPersonGrants returns the grants whose subject is personID that
 	// are neither revoked nor expired at now, newest first.
 	ListPersonGrants(ctx context.Context, personID string, now time.Time) ([]Grant, error)
@@ -267,14 +270,13 @@ type Tokens interface {
 	// the caller can revoke the grant (reuse detection) — and ErrNotFound when unknown.
 	// Exactly one of many concurrent calls succeeds.
 	UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (Token, error)
-	// CountTokenUse counts one use of a token whose UsageLimit is above 0 and
-	// returns the token after the count. ErrConflict when UsageCount already
-	// reached UsageLimit (exactly UsageLimit calls succeed, also concurrently).
-	CountTokenUse(ctx context.Context, hash []byte) (Token, error)
-	// CountTokenUseRecording is CountTokenUse that appends ev, the event of
-	// the answer the use allows, with the use: both commit or neither, and
-	// nothing is appended when no use is counted (ErrConflict, ErrStale).
-	CountTokenUseRecording(ctx context.Context, hash []byte, ev Event) (Token, error)
+	// SpendTokenUse spends one use of a token whose UsageLimit is above 0
+	// and returns the token after the use. ErrConflict when UsageCount
+	// already reached UsageLimit (exactly UsageLimit calls succeed, also
+	// concurrently). With ev (the event of the answer the use allows), ev
+	// is appended with the use: both commit or neither, and nothing is
+	// appended when no use is spent.
+	SpendTokenUse(ctx context.Context, hash []byte, ev *Event) (Token, error)
 
 	CreateAuthCode(ctx context.Context, c AuthCode) error
 	// GetAuthCodePerson reads a code, used or not, and its person, without
@@ -326,8 +328,9 @@ type Session struct {
 	// of its end-session endpoint); nil when none.
 	IdPID           string
 	UpstreamIDToken []byte
-	// Person is the session's person as GetSessionPerson read it; nil
-	// from the other reads, and when the person is gone.
+	// Person is the session's person as GetSession read it; nil from
+	// the other reads (ListSessions, UpdateSession's function), and when
+	// the person is gone.
 	Person *Person
 }
 
@@ -345,9 +348,9 @@ type Sessions interface {
 	DeleteAuthRequest(ctx context.Context, id string) error
 
 	CreateSession(ctx context.Context, s Session) error
+	// GetSession returns the session with Session.Person, its person
+	// (nil when the person is gone); ErrNotFound for an unknown hash.
 	GetSession(ctx context.Context, hash []byte) (Session, error)
-	// GetSessionPerson is GetSession with Session.Person read with it.
-	GetSessionPerson(ctx context.Context, hash []byte) (Session, error)
 	DeleteSession(ctx context.Context, hash []byte) error
 	UpdateSession(ctx context.Context, hash []byte, fn func(Session) (Session, error)) error
 	// ListSessions returns a person's sessions that have not expired at
@@ -482,8 +485,8 @@ type Scope struct {
 type Scopes interface {
 	// CreateScope returns ErrConflict when the ID exists.
 	CreateScope(ctx context.Context, s Scope) error
-	GetScope(ctx context.Context, id string) (Scope, error)
-	// GetScopes returns the configured scopes among ids (unknown ids are left out).
+	// GetScopes returns the configured scopes among ids, by ID (unknown
+	// ids are left out): one scope or all of an issuance's in one read.
 	GetScopes(ctx context.Context, ids []string) ([]Scope, error)
 	ListScopes(ctx context.Context) ([]Scope, error)
 	// ReplaceScope replaces every field but CreatedAt; ErrNotFound when absent.

@@ -100,8 +100,10 @@ type ClientRevocation struct {
 	Tokens int64 // access and refresh tokens revoked
 }
 
-// Clients stores OAuth clients. Every write bumps the client generation in
-// its own transaction (ClientGeneration).
+// Clients stores OAuth clients. A client read is at least as new as every
+// client write that committed, on any instance, before the request that
+// reads it began (the backends' caches follow a client generation that
+// every write moves).
 type Clients interface {
 	// UpsertClient creates the client or replaces every field of an existing
 	// one with the same ID (CreatedAt is kept).
@@ -112,7 +114,7 @@ type Clients interface {
 	// (every field but ID and CreatedAt), in one transaction that holds the
 	// row: concurrent updates of one client run one after the other, each
 	// seeing the one before, so none is lost. An update does not wait for
-	// issuance (CreateGrantForStoredClient) nor block it. It returns the
+	// issuance (CreateGrant of a StoredClient grant) nor block it. It returns the
 	// client as written; ErrNotFound for an unknown ID; fn's error writes
 	// nothing and is returned.
 	UpdateClient(ctx context.Context, id string, fn func(Client) (Client, error)) (Client, error)
@@ -124,13 +126,9 @@ type Clients interface {
 	// at now every grant of it and every token of those grants, and
 	// forgets the consents persons gave it (an ID may come back, and must
 	// not inherit them). It waits for issuance that holds the client
-	// (CreateGrantForStoredClient) to commit, so what that issued is
+	// (CreateGrant of a StoredClient grant) to commit, so what that issued is
 	// revoked too. ErrNotFound for an unknown ID.
 	DeleteClient(ctx context.Context, id string, now time.Time) (ClientRevocation, error)
-	// ClientGeneration returns a number that every committed client write,
-	// of any instance, has changed: a client read after ClientGeneration
-	// returned g is at least as new as every write that committed before.
-	ClientGeneration(ctx context.Context) (int64, error)
 }
 
 // AssertionIDs remembers the jti of client assertions (RFC 7523 section 3,

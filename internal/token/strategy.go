@@ -85,7 +85,7 @@ func Active(ctx context.Context, s Strategy, src TokenGrants, k Kind, value stri
 
 // TokenUses counts the uses of tokens with a usage limit (store.Tokens).
 type TokenUses interface {
-	CountTokenUse(ctx context.Context, key []byte) (store.Token, error)
+	SpendTokenUse(ctx context.Context, key []byte, ev *store.Event) (store.Token, error)
 }
 
 // Spend counts one use of an active access token with a usage limit and
@@ -103,7 +103,7 @@ func Spend(ctx context.Context, uses TokenUses, f Found) (store.Token, error) {
 	if !Limited(f) {
 		return f.Token, nil
 	}
-	return exhausted(uses.CountTokenUse(ctx, f.Key))
+	return exhausted(uses.SpendTokenUse(ctx, f.Key, nil))
 }
 
 // Limited tells whether a use of f counts (Spend).
@@ -111,17 +111,11 @@ func Limited(f Found) bool {
 	return f.Token.UsageLimit > 0 && f.Token.Kind == store.KindAccess
 }
 
-// RecordingUses counts the uses of tokens with a usage limit, each with
-// the event of the answer it allows (store.Tokens).
-type RecordingUses interface {
-	CountTokenUseRecording(ctx context.Context, key []byte, ev store.Event) (store.Token, error)
-}
-
 // SpendRecording is Spend for a Limited token whose use is answered with
 // ev: the store appends ev with the use, and not when it counts none
 // (ErrExhausted, or the request's generations moved).
-func SpendRecording(ctx context.Context, uses RecordingUses, f Found, ev store.Event) (store.Token, error) {
-	return exhausted(uses.CountTokenUseRecording(ctx, f.Key, ev))
+func SpendRecording(ctx context.Context, uses TokenUses, f Found, ev store.Event) (store.Token, error) {
+	return exhausted(uses.SpendTokenUse(ctx, f.Key, &ev))
 }
 
 // exhausted is a count's outcome, ErrExhausted past the limit.

@@ -117,7 +117,7 @@ type uses struct {
 	err   error
 }
 
-func (u *uses) CountTokenUse(_ context.Context, key []byte) (store.Token, error) {
+func (u *uses) SpendTokenUse(_ context.Context, key []byte, _ *store.Event) (store.Token, error) {
 	u.calls++
 	if u.err != nil {
 		return store.Token{}, u.err

@@ -80,7 +80,7 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 		"a transaction": func(ctx context.Context) error {
 			return a.Tx(ctx, func(tx store.Store) error { return tx.RevokeToken(ctx, t2.Hash, now) })
 		},
-		"a use": func(ctx context.Context) error { _, err := a.CountTokenUse(ctx, t2.Hash); return err },
+		"a use": func(ctx context.Context) error { _, err := a.SpendTokenUse(ctx, t2.Hash, nil); return err },
 		"a revocation without a read": func(ctx context.Context) error {
 			_, err := a.RevokeLiveToken(ctx, store.KindAccess, t2.Hash, "c1", now, event("stale revocation"))
 			return err
@@ -389,7 +389,7 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 		}
 		return n
 	}
-	// Each use goes with its event (CountTokenUseRecording), which only
+	// Each use goes with its event (SpendTokenUse with its event), which only
 	// the uses counted store.
 	event := func(id string) store.Event {
 		return store.Event{ID: id, Kind: store.EventOAuth, Type: "TOKEN_INTROSPECTION_SUCCESS", Occurred: now}
@@ -416,7 +416,7 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 
 	req := o.optimistic(t)
 	before := o.statements.Load()
-	if got, err := a.CountTokenUseRecording(req, limited.Hash, event("u-first")); err != nil || got.UsageCount != 1 {
+	if got, err := a.SpendTokenUse(req, limited.Hash, eventRef(event("u-first"))); err != nil || got.UsageCount != 1 {
 		t.Fatalf("a use of a request whose generations held: %d, %v", got.UsageCount, err)
 	}
 	if err := client.Confirm(req); err != nil || o.statements.Load()-before != 1 {
@@ -431,7 +431,7 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	req = o.optimistic(t)
-	if _, err := a.CountTokenUseRecording(req, limited.Hash, event("u-stale")); !errors.Is(err, store.ErrStale) || stored() != 1 {
+	if _, err := a.SpendTokenUse(req, limited.Hash, eventRef(event("u-stale"))); !errors.Is(err, store.ErrStale) || stored() != 1 {
 		t.Errorf("a use of a stale request: %v, stored count %d; want ErrStale and 1", err, stored())
 	}
 	before = o.statements.Load()
@@ -455,7 +455,7 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var got store.Token
-			got, errs[i] = a.CountTokenUseRecording(ctx, limited.Hash, event(fmt.Sprintf("u%02d", i)))
+			got, errs[i] = a.SpendTokenUse(ctx, limited.Hash, eventRef(event(fmt.Sprintf("u%02d", i))))
 			counts[i] = got.UsageCount
 		}()
 	}
@@ -480,3 +480,6 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 		t.Errorf("events %v, want exactly those of the uses that held %v", got, want)
 	}
 }
+
+// eventRef is ev as SpendTokenUse takes it.
+func eventRef(ev store.Event) *store.Event { return &ev }

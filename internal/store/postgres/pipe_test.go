@@ -500,7 +500,7 @@ func TestConcurrentSharedKeyReadsEachGetTheirOwnRows(t *testing.T) {
 	for i := range n + 2 {
 		wg.Go(func() {
 			id := fmt.Sprintf("p%d", i+2)
-			sess, err := s.GetSessionPerson(ctx, []byte("s-"+id))
+			sess, err := s.GetSession(ctx, []byte("s-"+id))
 			tok, g, terr := s.GetTokenGrantToChange(ctx, []byte("t-"+id))
 			if i >= n {
 				if !errors.Is(err, store.ErrNotFound) || !errors.Is(terr, store.ErrNotFound) {

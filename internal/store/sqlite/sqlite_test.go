@@ -185,7 +185,7 @@ func TestLimitedTokenReadsFromMemory(t *testing.T) {
 		if n := statements.Load() - before; i > 1 && n != 0 {
 			t.Errorf("read %d of a limited token after a use: %d statements, want 0", i, n)
 		}
-		if got, err := s.CountTokenUse(ctx, tk.Hash); err != nil || got.UsageCount != i {
+		if got, err := s.SpendTokenUse(ctx, tk.Hash, nil); err != nil || got.UsageCount != i {
 			t.Fatalf("use %d: count %d, %v", i, got.UsageCount, err)
 		}
 	}

@@ -184,7 +184,10 @@ func (db *DB) DeleteClient(ctx context.Context, id string, now time.Time) (store
 	return out, err
 }
 
-// ClientGeneration reads the client generation.
+// ClientGeneration reads the client generation: a number that every
+// committed client write, of any instance, has changed, so a client read
+// after it returned g is at least as new as every write that committed
+// before. The caches follow it; it is not part of store.Store.
 func (db *DB) ClientGeneration(ctx context.Context) (int64, error) {
 	var g int64
 	err := db.queryRow(ctx, `SELECT generation FROM client_generation WHERE id = 1`).Scan(&g)

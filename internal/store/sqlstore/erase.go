@@ -166,11 +166,11 @@ func (db *DB) ListPersonGrants(ctx context.Context, personID string, now time.Ti
 	return out, db.d.Translate(rows.Err())
 }
 
-// CreateGrantForStoredClient inserts g while its client exists, holding
+// createGrantForStoredClient inserts g while its client exists, holding
 // the client's row (KeyShare) until the transaction ends. One statement:
 // on PostgreSQL a DELETE in flight makes it wait, and it then finds the
 // row gone (and inserts nothing) or there.
-func (db *DB) CreateGrantForStoredClient(ctx context.Context, g store.Grant) error {
+func (db *DB) createGrantForStoredClient(ctx context.Context, g store.Grant) error {
 	res, err := db.exec(ctx, `INSERT INTO grants (id, client_id, subject, scopes, auth_level, amr, data, created_at,
 		expires_at, revoked_at) SELECT ?, id, ?, ?, ?, ?, ?, ?, ?, ? FROM clients WHERE id = ?`+db.d.KeyShare,
 		g.ID, g.Subject, list(g.Scopes), g.AuthLevel, list(g.AMR), g.Data,

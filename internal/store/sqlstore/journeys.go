@@ -57,17 +57,16 @@ func (db *DB) ClaimMails(ctx context.Context, owner string, now time.Time, lease
 	return out, db.d.Translate(rs.Err())
 }
 
-// FinishMail marks a leased mail done and drops its body.
-func (db *DB) FinishMail(ctx context.Context, id, owner string, now time.Time, failure string) error {
-	res, err := db.exec(ctx, `UPDATE outbox SET sent_at = ?, body = ?, last_error = ? WHERE id = ? AND lease_owner = ? AND sent_at = 0`,
-		micros(now), []byte{}, truncateError(failure), id, owner)
-	return oneRow(res, err)
-}
-
-// DeferMail gives a lease back with a new due time.
-func (db *DB) DeferMail(ctx context.Context, id, owner string, next time.Time, lastError string) error {
+// EndMailAttempt finishes the mail (sent or given up) or gives its lease
+// back with a new due time.
+func (db *DB) EndMailAttempt(ctx context.Context, id, owner string, a store.MailAttempt) error {
+	if a.RetryAt.IsZero() {
+		res, err := db.exec(ctx, `UPDATE outbox SET sent_at = ?, body = ?, last_error = ? WHERE id = ? AND lease_owner = ? AND sent_at = 0`,
+			micros(a.At), []byte{}, truncateError(a.Error), id, owner)
+		return oneRow(res, err)
+	}
 	res, err := db.exec(ctx, `UPDATE outbox SET next_attempt_at = ?, lease_until = 0, last_error = ?
-		WHERE id = ? AND lease_owner = ? AND sent_at = 0`, micros(next), truncateError(lastError), id, owner)
+		WHERE id = ? AND lease_owner = ? AND sent_at = 0`, micros(a.RetryAt), truncateError(a.Error), id, owner)
 	return oneRow(res, err)
 }
 

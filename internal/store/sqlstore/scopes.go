@@ -59,12 +59,6 @@ func (db *DB) scopeTx(ctx context.Context, fn func(tx *DB) error) error {
 	})
 }
 
-// GetScope returns one scope.
-func (db *DB) GetScope(ctx context.Context, id string) (store.Scope, error) {
-	s, err := scanScope(db.queryRow(ctx, `SELECT `+scopeColumns+` FROM scopes WHERE id = ?`, id))
-	return s, db.scanErr(err)
-}
-
 // GetScopes returns the configured scopes among ids, by ID.
 func (db *DB) GetScopes(ctx context.Context, ids []string) ([]store.Scope, error) {
 	if len(ids) == 0 {

@@ -59,8 +59,8 @@ func (db *DB) CreateSession(ctx context.Context, s store.Session) error {
 
 const sessionColumns = `hash, person_id, auth_level, amr, auth_time, expires_at, idp_id, upstream_id_token`
 
-// GetSession returns a session by hash.
-func (db *DB) GetSession(ctx context.Context, hash []byte) (store.Session, error) {
+// getSession returns a session by hash, without its person.
+func (db *DB) getSession(ctx context.Context, hash []byte) (store.Session, error) {
 	var f sessionFields
 	if err := db.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE hash = ?`, hash).Scan(f.dest()...); err != nil {
 		return f.s, db.scanErr(err)
@@ -72,15 +72,15 @@ func (db *DB) GetSession(ctx context.Context, hash []byte) (store.Session, error
 var sessionPersonQuery = `SELECT ` + qualify("sessions", sessionColumns) + `, ` + qualify("persons", personColumns) +
 	` FROM sessions JOIN persons ON persons.id = sessions.person_id WHERE sessions.hash = ?`
 
-// GetSessionPerson is GetSession with the session's person, in one read
-// where the authorization endpoint made two; concurrent ones share round
-// trips (queryRowShared).
-func (db *DB) GetSessionPerson(ctx context.Context, hash []byte) (store.Session, error) {
+// GetSession returns a session with its person, in one read where the
+// authorization endpoint made two; concurrent ones share round trips
+// (queryRowShared).
+func (db *DB) GetSession(ctx context.Context, hash []byte) (store.Session, error) {
 	var f sessionFields
 	var pf personFields
 	err := db.queryRowShared(ctx, sessionPersonQuery, hash).Scan(append(f.dest(), pf.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
-		return db.GetSession(ctx, hash) // no session, or its person is gone
+		return db.getSession(ctx, hash) // no session, or its person is gone
 	}
 	if err != nil {
 		return f.s, db.scanErr(err)
@@ -124,7 +124,7 @@ func (db *DB) DeleteSession(ctx context.Context, hash []byte) error {
 func (db *DB) UpdateSession(ctx context.Context, hash []byte, fn func(store.Session) (store.Session, error)) error {
 	return db.Tx(ctx, func(st store.Store) error {
 		tx := st.(*DB)
-		old, err := tx.GetSession(ctx, hash)
+		old, err := tx.getSession(ctx, hash)
 		if err != nil {
 			return err
 		}

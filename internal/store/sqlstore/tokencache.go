@@ -64,9 +64,9 @@ func (c *TokenCache) get(hash []byte) (cachedToken, bool, uint64) {
 }
 
 // put caches what was read when no invalidation has run since seq. A
-// token with a usage limit is cached too, and its uses (CountTokenUse)
+// token with a usage limit is cached too, and its uses (SpendTokenUse)
 // leave its entry: the entry's UsageCount may lag the stored count, which
-// no decision reads — CountTokenUse counts and answers each use in the
+// no decision reads — SpendTokenUse counts and answers each use in the
 // database.
 func (c *TokenCache) put(seq uint64, gen int64, t store.Token, g store.Grant) {
 	if c.Generation != nil && t.Kind != store.KindAccess {

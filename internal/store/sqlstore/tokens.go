@@ -12,8 +12,12 @@ import (
 	"github.com/latchkey/latchkey/internal/store"
 )
 
-// CreateGrant inserts a grant.
+// CreateGrant inserts a grant; a StoredClient grant only while its client
+// exists (createGrantForStoredClient).
 func (db *DB) CreateGrant(ctx context.Context, g store.Grant) error {
+	if g.StoredClient {
+		return db.createGrantForStoredClient(ctx, g)
+	}
 	return db.writeOrHold(ctx, `INSERT INTO grants (id, client_id, subject, scopes, auth_level, amr, data, created_at,
 		expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		g.ID, g.ClientID, g.Subject, list(g.Scopes), g.AuthLevel, list(g.AMR), g.Data,
@@ -432,18 +436,16 @@ func (db *DB) updateTokenRow(ctx context.Context, hash []byte, q string, args ..
 	return t, store.ErrConflict
 }
 
-// CountTokenUse counts one use of a limited token; ErrConflict when exhausted.
-func (db *DB) CountTokenUse(ctx context.Context, hash []byte) (store.Token, error) {
-	return db.countTokenUse(ctx, hash, nil)
-}
-
-// CountTokenUseRecording counts one use of a limited token and appends ev
-// with it, in the write that counts it.
-func (db *DB) CountTokenUseRecording(ctx context.Context, hash []byte, ev store.Event) (store.Token, error) {
-	if err := store.CheckEventKinds([]store.Event{ev}); err != nil {
-		return store.Token{}, err // (PostgreSQL's statement inserts it itself)
+// SpendTokenUse counts one use of a limited token, and appends ev (when
+// not nil) with it, in the write that counts it; ErrConflict when
+// exhausted.
+func (db *DB) SpendTokenUse(ctx context.Context, hash []byte, ev *store.Event) (store.Token, error) {
+	if ev != nil {
+		if err := store.CheckEventKinds([]store.Event{*ev}); err != nil {
+			return store.Token{}, err // (PostgreSQL's statement inserts it itself)
+		}
 	}
-	return db.countTokenUse(ctx, hash, &ev)
+	return db.countTokenUse(ctx, hash, ev)
 }
 
 // countTokenUse counts one use, and appends ev (if any) with it.

@@ -20,7 +20,7 @@ import (
 // of them get the uses that were left, in arrival order, and the rest
 // ErrConflict. Exactly usage_limit uses succeed, as with one statement
 // each; a lone caller runs at once. The events of the answers the uses
-// allow (CountTokenUseRecording) go in the same write, for the callers
+// allow (SpendTokenUse with an event) go in the same write, for the callers
 // whose use it counts: a limited introspection commits once, where its
 // use and then its event were two commits in series.
 type useCoalescer struct {
@@ -131,7 +131,7 @@ func (db *DB) runUses(key string, hash []byte, b *useBatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	b.t, b.old, b.found, b.checked, b.err = db.countUses(ctx, hash, b.expect, b.events)
 	cancel()
-	close(b.done) // the token's cache entry stays, as in CountTokenUse
+	close(b.done) // the token's cache entry stays, as in SpendTokenUse
 	c := &db.shared.uses
 	c.mu.Lock()
 	slot := c.slots[key]

@@ -54,14 +54,14 @@ func testOutbox(t *testing.T, s store.Store) {
 		t.Fatalf("claim after the lease: %+v, %v; want m1 again", again, err)
 	}
 	// The old holder lost its lease: it can neither mark nor defer.
-	if err := s.FinishMail(ctx(), "m1", "a", t0, ""); !errors.Is(err, store.ErrNotFound) {
+	if err := s.EndMailAttempt(ctx(), "m1", "a", store.MailAttempt{At: t0}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("mark by a lost lease: %v, want ErrNotFound", err)
 	}
-	if err := s.DeferMail(ctx(), "m1", "a", t0, "x"); !errors.Is(err, store.ErrNotFound) {
+	if err := s.EndMailAttempt(ctx(), "m1", "a", store.MailAttempt{At: t0, Error: "x", RetryAt: t0}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("defer by a lost lease: %v, want ErrNotFound", err)
 	}
 	// Deferred: due again later, lease given back.
-	if err := s.DeferMail(ctx(), "m1", "b", t0.Add(5*time.Minute), "connection refused"); err != nil {
+	if err := s.EndMailAttempt(ctx(), "m1", "b", store.MailAttempt{At: t0, Error: "connection refused", RetryAt: t0.Add(5 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := s.ClaimMails(ctx(), "b", t0.Add(4*time.Minute), time.Minute, 10); len(c) != 0 {
@@ -71,14 +71,14 @@ func testOutbox(t *testing.T, s store.Store) {
 	if err != nil || len(c) != 1 || c[0].ID != "m1" || c[0].LastError != "connection refused" {
 		t.Fatalf("claim after the back-off: %+v, %v", c, err)
 	}
-	if err := s.FinishMail(ctx(), "m1", "c", t0.Add(5*time.Minute), ""); err != nil {
+	if err := s.EndMailAttempt(ctx(), "m1", "c", store.MailAttempt{At: t0.Add(5 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	sent, _ := s.GetMail(ctx(), "m1")
 	if !sent.SentAt.Equal(t0.Add(5*time.Minute)) || len(sent.Body) != 0 {
 		t.Errorf("sent mail: sent_at %v, body %q; want the time and no body", sent.SentAt, sent.Body)
 	}
-	if err := s.FinishMail(ctx(), "m1", "c", t0.Add(5*time.Minute), ""); !errors.Is(err, store.ErrNotFound) {
+	if err := s.EndMailAttempt(ctx(), "m1", "c", store.MailAttempt{At: t0.Add(5 * time.Minute)}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("mark twice: %v, want ErrNotFound", err)
 	}
 	// A sent mail is never claimed; m2 comes when due. The limit holds.

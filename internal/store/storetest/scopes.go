@@ -21,7 +21,7 @@ func testScopes(t *testing.T, s store.Store) {
 		}
 	}
 	ignore := cmpopts.IgnoreFields(store.Scope{}, "CreatedAt", "UpdatedAt")
-	got, err := s.GetScope(ctx(), full.ID)
+	got, err := getScope(s, full.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func testScopes(t *testing.T, s store.Store) {
 	if err := s.ReplaceScope(ctx(), replaced); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = s.GetScope(ctx(), full.ID)
+	got, _ = getScope(s, full.ID)
 	if d := cmp.Diff(replaced, got, ignore); d != "" {
 		t.Errorf("after replace (-want +got):\n%s", d)
 	}
@@ -129,4 +129,17 @@ func testScopeReadsSeeWrites(t *testing.T, s store.Store) {
 	if got := limit(s, "counted"); got != -1 {
 		t.Errorf("after delete: limit %d, want no scope", got)
 	}
+}
+
+// getScope reads one scope through GetScopes; ErrNotFound when it is not
+// configured.
+func getScope(s store.Store, id string) (store.Scope, error) {
+	got, err := s.GetScopes(ctx(), []string{id})
+	if err != nil {
+		return store.Scope{}, err
+	}
+	if len(got) == 0 {
+		return store.Scope{}, store.ErrNotFound
+	}
+	return got[0], nil
 }

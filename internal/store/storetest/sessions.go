@@ -46,7 +46,7 @@ func testAuthRequestsAndSessions(t *testing.T, s store.Store) {
 		t.Errorf("session round trip (-want +got):\n%s", d)
 	}
 	// With its person: none while p1 does not exist, then p1.
-	if gotS, err = s.GetSessionPerson(ctx(), []byte("s1")); err != nil || gotS.Person != nil {
+	if gotS, err = s.GetSession(ctx(), []byte("s1")); err != nil || gotS.Person != nil {
 		t.Errorf("session of a person gone: person %v, %v; want the session without a person", gotS.Person, err)
 	}
 	if err := s.CreatePerson(ctx(), person("p1", "jane@example.com")); err != nil {
@@ -58,12 +58,12 @@ func testAuthRequestsAndSessions(t *testing.T, s store.Store) {
 	}
 	withP := se
 	withP.Person = &wantP
-	if gotS, err = s.GetSessionPerson(ctx(), []byte("s1")); err != nil {
+	if gotS, err = s.GetSession(ctx(), []byte("s1")); err != nil {
 		t.Fatal(err)
 	} else if d := cmp.Diff(withP, gotS); d != "" {
 		t.Errorf("session with its person (-want +got):\n%s", d)
 	}
-	if _, err := s.GetSessionPerson(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetSession(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown session with its person: %v", err)
 	}
 	err = s.UpdateSession(ctx(), []byte("s1"), func(x store.Session) (store.Session, error) {

@@ -77,12 +77,12 @@ func testTokenGrantReadsSeeWrites(t *testing.T, s store.Store) {
 	// a read answered before, and its revocation shows at once.
 	for want := 1; want <= 3; want++ {
 		read("l1")
-		if got, err := s.CountTokenUse(ctx(), []byte("l1")); err != nil || got.UsageCount != want {
+		if got, err := s.SpendTokenUse(ctx(), []byte("l1"), nil); err != nil || got.UsageCount != want {
 			t.Fatalf("use %d of the limited token: count %d, %v", want, got.UsageCount, err)
 		}
 	}
 	read("l1")
-	if got, err := s.CountTokenUse(ctx(), []byte("l1")); !errors.Is(err, store.ErrConflict) || got.UsageCount != 3 {
+	if got, err := s.SpendTokenUse(ctx(), []byte("l1"), nil); !errors.Is(err, store.ErrConflict) || got.UsageCount != 3 {
 		t.Errorf("a use past the limit after a read: count %d, %v; want 3 and ErrConflict", got.UsageCount, err)
 	}
 	if err := s.RevokeToken(ctx(), []byte("l1"), now); err != nil {

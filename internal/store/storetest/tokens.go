@@ -224,15 +224,15 @@ func testUsageLimit(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 2; i++ {
-		got, err := s.CountTokenUse(ctx(), []byte("l1"))
+		got, err := s.SpendTokenUse(ctx(), []byte("l1"), nil)
 		if err != nil || got.UsageCount != i {
 			t.Fatalf("use %d: count %d, %v", i, got.UsageCount, err)
 		}
 	}
-	if got, err := s.CountTokenUse(ctx(), []byte("l1")); !errors.Is(err, store.ErrConflict) || got.UsageCount != 2 {
+	if got, err := s.SpendTokenUse(ctx(), []byte("l1"), nil); !errors.Is(err, store.ErrConflict) || got.UsageCount != 2 {
 		t.Errorf("use past the limit: %d, %v; want 2 and ErrConflict", got.UsageCount, err)
 	}
-	if _, err := s.CountTokenUse(ctx(), []byte("nope")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.SpendTokenUse(ctx(), []byte("nope"), nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown: %v", err)
 	}
 }
@@ -269,12 +269,12 @@ func testUsageRecording(t *testing.T, s store.Store) {
 	}
 	bad := useEvent("u-bad")
 	bad.Kind = "no-such-kind"
-	if _, err := s.CountTokenUseRecording(ctx(), []byte("l1"), bad); err == nil {
+	if _, err := s.SpendTokenUse(ctx(), []byte("l1"), eventRef(bad)); err == nil {
 		t.Error("a use with an event of no known kind was counted")
 	}
 	rollback := errors.New("rolled back")
 	err := s.Tx(ctx(), func(tx store.Store) error {
-		if got, err := tx.CountTokenUseRecording(ctx(), []byte("l1"), useEvent("u-tx")); err != nil || got.UsageCount != 1 {
+		if got, err := tx.SpendTokenUse(ctx(), []byte("l1"), eventRef(useEvent("u-tx"))); err != nil || got.UsageCount != 1 {
 			t.Errorf("use in a transaction: count %d, %v", got.UsageCount, err)
 		}
 		return rollback
@@ -283,15 +283,15 @@ func testUsageRecording(t *testing.T, s store.Store) {
 		t.Fatalf("Tx = %v", err)
 	}
 	for i := 1; i <= 2; i++ {
-		got, err := s.CountTokenUseRecording(ctx(), []byte("l1"), useEvent(fmt.Sprintf("u%d", i)))
+		got, err := s.SpendTokenUse(ctx(), []byte("l1"), eventRef(useEvent(fmt.Sprintf("u%d", i))))
 		if err != nil || got.UsageCount != i {
 			t.Fatalf("use %d: count %d, %v", i, got.UsageCount, err)
 		}
 	}
-	if got, err := s.CountTokenUseRecording(ctx(), []byte("l1"), useEvent("u3")); !errors.Is(err, store.ErrConflict) || got.UsageCount != 2 {
+	if got, err := s.SpendTokenUse(ctx(), []byte("l1"), eventRef(useEvent("u3"))); !errors.Is(err, store.ErrConflict) || got.UsageCount != 2 {
 		t.Errorf("use past the limit: %d, %v; want 2 and ErrConflict", got.UsageCount, err)
 	}
-	if _, err := s.CountTokenUseRecording(ctx(), []byte("nope"), useEvent("u4")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.SpendTokenUse(ctx(), []byte("nope"), eventRef(useEvent("u4"))); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown: %v", err)
 	}
 	if got := eventIDs(t, s); !slices.Equal(got, []string{"u1", "u2"}) {
@@ -319,7 +319,7 @@ func testUsageRecordingRace(t *testing.T, s store.Store) {
 	var n atomic.Int64
 	wins := race(t, 50, func() error {
 		id := fmt.Sprintf("u%02d", n.Add(1))
-		_, err := s.CountTokenUseRecording(ctx(), []byte("l1"), useEvent(id))
+		_, err := s.SpendTokenUse(ctx(), []byte("l1"), eventRef(useEvent(id)))
 		if err == nil {
 			mu.Lock()
 			won = append(won, id)
@@ -352,7 +352,7 @@ func testUsageLimitRace(t *testing.T, s store.Store) {
 	if err := s.CreateToken(ctx(), limited); err != nil {
 		t.Fatal(err)
 	}
-	wins := race(t, 50, func() error { _, err := s.CountTokenUse(ctx(), []byte("l1")); return err }, store.ErrConflict)
+	wins := race(t, 50, func() error { _, err := s.SpendTokenUse(ctx(), []byte("l1"), nil); return err }, store.ErrConflict)
 	if wins != 5 {
 		t.Errorf("%d of 50 concurrent uses succeeded, want exactly the limit 5", wins)
 	}
@@ -365,7 +365,7 @@ func testUsageLimitRace(t *testing.T, s store.Store) {
 	var mu sync.Mutex
 	counts := map[int]int{}
 	wins = race(t, 60, func() error {
-		got, err := s.CountTokenUse(ctx(), []byte("l2"))
+		got, err := s.SpendTokenUse(ctx(), []byte("l2"), nil)
 		if err == nil {
 			mu.Lock()
 			counts[got.UsageCount]++
@@ -550,3 +550,6 @@ func testAuthCodeGuardPerson(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// eventRef is ev as SpendTokenUse takes it.
+func eventRef(ev store.Event) *store.Event { return &ev }
