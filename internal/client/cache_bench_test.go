@@ -41,8 +41,11 @@ func BenchmarkClientLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 		cached := &client.Cache{Source: st, TTL: 5 * time.Second, Now: time.Now}
+		gen := st.(interface { // the backend's generation, not the contract's
+			ClientGeneration(context.Context) (int64, error)
+		})
 		checked := &client.Cache{Source: st, TTL: 5 * time.Second, Now: time.Now,
-			Generation: (&client.Fresh[int64]{Read: st.ClientGeneration}).Get}
+			Generation: (&client.Fresh[int64]{Read: gen.ClientGeneration}).Get}
 		for _, tc := range []struct {
 			name string
 			src  client.Source
