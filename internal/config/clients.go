@@ -10,23 +10,23 @@ import (
 
 // Client is a static client, created or updated in the store at start.
 type Client struct {
-	ClientID                string         `yaml:"client_id"`
-	ClientSecret            string         `yaml:"client_secret"`
-	ClientSecretHash        string         `yaml:"client_secret_hash"`
-	Name                    string         `yaml:"name"`
-	TokenEndpointAuthMethod string         `yaml:"token_endpoint_auth_method"`
-	JWKS                    map[string]any `yaml:"jwks"`
-	JWKSURI                 string         `yaml:"jwks_uri"`
-	RedirectURIs            []string       `yaml:"redirect_uris"`
-	GrantTypes              []string       `yaml:"grant_types"`
-	Scopes                  []string       `yaml:"scopes"`
-	ConsentRequired         *bool          `yaml:"consent_required"`
-	AllowPlainPKCE          bool           `yaml:"allow_plain_pkce"`
-	AccessTokenLifetime     Duration       `yaml:"access_token_lifetime"`
-	RefreshTokenLifetime    Duration       `yaml:"refresh_token_lifetime"`
-	AppIdentifier           string         `yaml:"app_identifier"`
-	AppPlatform             string         `yaml:"app_platform"`
-	AppVersion              string         `yaml:"app_version"`
+	ClientID                string         `yaml:"client_id"`                  // the client_id clients send (required, unique)
+	ClientSecret            string         `yaml:"client_secret"`              // the secret of a confidential client; omit for public clients
+	ClientSecretHash        string         `yaml:"client_secret_hash"`         // a PHC hash (bcrypt, argon2id, pbkdf2) instead of client_secret
+	Name                    string         `yaml:"name"`                       // the client's display name
+	TokenEndpointAuthMethod string         `yaml:"token_endpoint_auth_method"` // client_secret_basic, client_secret_post, private_key_jwt or none (default: private_key_jwt with keys, client_secret_basic with a secret, else none)
+	JWKS                    map[string]any `yaml:"jwks"`                       // inline public keys (a JWKS) for private_key_jwt
+	JWKSURI                 string         `yaml:"jwks_uri"`                   // where the public keys for private_key_jwt are fetched instead
+	RedirectURIs            []string       `yaml:"redirect_uris"`              // the exact redirect URIs an authorization request may name
+	GrantTypes              []string       `yaml:"grant_types"`                // the grants this client may use (default: the client package's defaults, shown here)
+	Scopes                  []string       `yaml:"scopes"`                     // the scopes this client may be granted
+	ConsentRequired         *bool          `yaml:"consent_required"`           // asks the person to consent before a code is issued (default true)
+	AllowPlainPKCE          bool           `yaml:"allow_plain_pkce"`           // accepts the plain PKCE method besides S256
+	AccessTokenLifetime     Duration       `yaml:"access_token_lifetime"`      // how long this client's access tokens live (default 1h)
+	RefreshTokenLifetime    Duration       `yaml:"refresh_token_lifetime"`     // how long this client's refresh tokens live (default 720h)
+	AppIdentifier           string         `yaml:"app_identifier"`             // mobile app instance data, answered by introspection
+	AppPlatform             string         `yaml:"app_platform"`               // mobile app platform, answered by introspection
+	AppVersion              string         `yaml:"app_version"`                // mobile app version, answered by introspection
 	// IntrospectAnyToken: this confidential client is a resource server and
 	// may introspect tokens issued to other clients (docs/SECURITY.md).
 	IntrospectAnyToken bool `yaml:"introspect_any_token"`
@@ -45,17 +45,17 @@ type Client struct {
 
 // APIUser is an HTTP basic credential for the basic_auth APIs.
 type APIUser struct {
-	Username     string `yaml:"username"`
-	Password     string `yaml:"password"`
-	PasswordHash string `yaml:"password_hash"`
+	Username     string `yaml:"username"`      // the basic-auth user name (no colon)
+	Password     string `yaml:"password"`      // the basic-auth password; or password_hash
+	PasswordHash string `yaml:"password_hash"` // a PHC hash instead of password ($argon2id$..., $2b$..., $pbkdf2-sha256$...)
 }
 
 // Person is a seed person for development.
 type Person struct {
-	Email     string `yaml:"email"`
-	Password  string `yaml:"password"`
-	FirstName string `yaml:"first_name"`
-	LastName  string `yaml:"last_name"`
+	Email     string `yaml:"email"`      // the person's primary email, their login name
+	Password  string `yaml:"password"`   // the person's password
+	FirstName string `yaml:"first_name"` // the person's first name
+	LastName  string `yaml:"last_name"`  // the person's last name
 }
 
 // JWKSJSON returns the client's inline JWKS as JSON, or nil.

@@ -28,11 +28,19 @@ import (
 
 // Config is the whole operator configuration. Every key is optional.
 type Config struct {
-	Issuer        string `yaml:"issuer"`
-	Listen        string `yaml:"listen"`
-	Database      string `yaml:"database"`
+	// Issuer is the base URL that every absolute URL latchkey hands out
+	// starts with (default http:// + listen).
+	Issuer string `yaml:"issuer"`
+	// Listen is the host:port of the public HTTP listener.
+	Listen string `yaml:"listen"`
+	// Database is the store: sqlite:PATH (embedded) or a postgres:// URL.
+	Database string `yaml:"database"`
+	// SecretKeyFile holds the server key that hashes and encrypts tokens
+	// and secrets; created when absent.
 	SecretKeyFile string `yaml:"secret_key_file"`
-	TemplatesDir  string `yaml:"templates_dir"`
+	// TemplatesDir is an optional folder whose templates override the
+	// embedded ones.
+	TemplatesDir string `yaml:"templates_dir"`
 	// DebugListen serves Go's profiler (/debug/pprof/) on its own address,
 	// never on the public one; empty (the default) serves nothing.
 	DebugListen string `yaml:"debug_listen"`
@@ -131,6 +139,7 @@ var AdminGroups = []string{"configuration", "scopes", "import", "events", "admin
 // DynamicRegistration configures dynamic client registration (RFC 7591,
 // RFC 7592; docs/ADMIN.md).
 type DynamicRegistration struct {
+	// Enabled serves /oauth/register.
 	Enabled bool `yaml:"enabled"`
 	// InitialAccessToken, when set, must be sent as a bearer token to
 	// register; empty: anyone may register (throttled per address).
@@ -202,12 +211,12 @@ type BreachedPasswords struct {
 // password reset, sign-up, activation, notifications). Without a host,
 // mails wait in the outbox until one is configured.
 type SMTP struct {
-	Host     string `yaml:"host"`
-	Port     int    `yaml:"port"` // default: 587 (starttls), 465 (tls), 25 (none)
-	From     string `yaml:"from"` // the sender address (required with host)
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
-	TLS      string `yaml:"tls"` // none | starttls (default) | tls
+	Host     string `yaml:"host"`     // the SMTP server; empty: mails wait in the outbox
+	Port     int    `yaml:"port"`     // default: 587 (starttls), 465 (tls), 25 (none)
+	From     string `yaml:"from"`     // the sender address (required with host)
+	Username string `yaml:"username"` // SMTP authentication, with password
+	Password string `yaml:"password"` // SMTP authentication, with username
+	TLS      string `yaml:"tls"`      // none | starttls (default) | tls
 	// Timeout bounds one mail's SMTP conversation (default 30s).
 	Timeout Duration `yaml:"timeout"`
 	// RetryAfter is the first wait after a failed send; it doubles up to an
@@ -237,10 +246,12 @@ type Introspection struct {
 	UserDetails map[string]string `yaml:"user_details"`
 	// GroupPermissionsAPI is the base URL of the person report API
 	// (GET {url}/people/{person_id}/report); "" turns group policies off.
-	GroupPermissionsAPI     string   `yaml:"group_permissions_api"`
-	GroupPermissionsLegacy  bool     `yaml:"group_permissions_legacy"` // also answer the deprecated group_permissions string
+	GroupPermissionsAPI    string `yaml:"group_permissions_api"`
+	GroupPermissionsLegacy bool   `yaml:"group_permissions_legacy"` // also answer the deprecated group_permissions string
+	// GroupPermissionsTimeout bounds one call of the report API.
 	GroupPermissionsTimeout Duration `yaml:"group_permissions_timeout"`
-	GroupPermissionsCache   Duration `yaml:"group_permissions_cache"`
+	// GroupPermissionsCache is how long a report is reused (0s: no cache).
+	GroupPermissionsCache Duration `yaml:"group_permissions_cache"`
 }
 
 // Webhooks configures the two web hooks.
@@ -251,9 +262,9 @@ type Webhooks struct {
 
 // Webhook is one web hook: requests are JSON, signed with an HMAC of Secret.
 type Webhook struct {
-	URL        string   `yaml:"url"`
-	Secret     string   `yaml:"secret"`
-	Timeout    Duration `yaml:"timeout"`
+	URL        string   `yaml:"url"`         // the hook's absolute http(s) URL; empty: no hook
+	Secret     string   `yaml:"secret"`      // signs each request (HMAC); at least 16 characters
+	Timeout    Duration `yaml:"timeout"`     // bounds one call (default 3s)
 	FailClosed bool     `yaml:"fail_closed"` // refuse the flow when the hook fails (default: go on without it)
 }
 
