@@ -42,7 +42,9 @@ func BenchmarkClientLookup(b *testing.B) {
 		}
 		cached := &client.Cache{Source: st, TTL: 5 * time.Second, Now: time.Now}
 		checked := &client.Cache{Source: st, TTL: 5 * time.Second, Now: time.Now,
-			Generation: (&client.Fresh[int64]{Read: st.ClientGeneration}).Get}
+			Generation: (&client.Fresh[int64]{Read: st.(interface {
+				ClientGeneration(context.Context) (int64, error)
+			}).ClientGeneration}).Get}
 		for _, tc := range []struct {
 			name string
 			src  client.Source
