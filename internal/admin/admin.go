@@ -51,8 +51,8 @@ var (
 	ErrConflict = errors.New("admin: conflict")
 	// ErrReadOnly: a client of the config file; change it there (409).
 	ErrReadOnly = errors.New("admin: the client is defined in the config file")
-	// ErrStale: If-Match named a revision that is not the current one (412).
-	ErrStale = errors.New("admin: the client changed since that revision")
+	// ErrChangedSinceRevision: If-Match named a revision that is not the current one (412).
+	ErrChangedSinceRevision = errors.New("admin: the client changed since that revision")
 )
 
 // InvalidError is input that breaks a rule (400): Field names the member

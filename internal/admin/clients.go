@@ -267,7 +267,7 @@ func (s *Service) update(ctx context.Context, a Actor, id string, revision int64
 		var err error
 		out, err = tx.UpdateClient(ctx, id, func(old store.Client) (store.Client, error) {
 			if revision != 0 && old.Revision != revision {
-				return old, ErrStale
+				return old, ErrChangedSinceRevision
 			}
 			return fn(old)
 		})
@@ -285,7 +285,7 @@ func (s *Service) update(ctx context.Context, a Actor, id string, revision int64
 // ReplaceClient replaces every member of a client by in (PUT), keeping
 // its secret while its method uses one. A client that newly authenticates
 // with a secret gets a generated one (secret). revision, when not 0, must
-// be the current revision (If-Match), or nothing changes: ErrStale.
+// be the current revision (If-Match), or nothing changes: ErrChangedSinceRevision.
 func (s *Service) ReplaceClient(ctx context.Context, a Actor, id string, revision int64, in ClientInput) (c Client, secret string, err error) {
 	if in.ClientID != "" && in.ClientID != id {
 		return c, "", invalid("client_id", "client_id must be the client of the path, %q", clip(id))
@@ -348,7 +348,7 @@ func (s *Service) DeleteClient(ctx context.Context, a Actor, id string, revision
 		// then holds on to: no write slips in between.
 		c, err := tx.UpdateClient(ctx, id, func(old store.Client) (store.Client, error) {
 			if revision != 0 && old.Revision != revision {
-				return old, ErrStale
+				return old, ErrChangedSinceRevision
 			}
 			return old, nil
 		})

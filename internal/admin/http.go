@@ -95,7 +95,7 @@ func answer(err error, invalidCode, noun string) error {
 		return httpx.Errorf(http.StatusConflict, "read_only", "The client is defined in the config file: change it there.")
 	case errors.Is(err, ErrConflict):
 		return httpx.Errorf(http.StatusConflict, "conflict", "The id or email address is taken.")
-	case errors.Is(err, ErrStale):
+	case errors.Is(err, ErrChangedSinceRevision):
 		return httpx.Errorf(http.StatusPreconditionFailed, "precondition_failed",
 			"The client changed since the revision of If-Match: read it again.")
 	}
@@ -114,7 +114,7 @@ func ifMatch(r *http.Request) (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.Trim(v, `"`), 10, 64)
 	if err != nil || n <= 0 || !strings.HasPrefix(v, `"`) {
-		return 0, ErrStale
+		return 0, ErrChangedSinceRevision
 	}
 	return n, nil
 }

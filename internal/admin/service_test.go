@@ -76,14 +76,14 @@ func TestReplaceKeepsOrMakesTheSecret(t *testing.T) {
 		}
 	}
 	if _, _, err := svc.ReplaceClient(ctx, op, "c", 1, admin.ClientInput{TokenEndpointAuthMethod: client.AuthNone,
-		RedirectURIs: []string{"https://a.example/cb"}}); !errors.Is(err, admin.ErrStale) {
+		RedirectURIs: []string{"https://a.example/cb"}}); !errors.Is(err, admin.ErrChangedSinceRevision) {
 		t.Errorf("a stale revision: %v", err)
 	}
 	_, _, err = svc.ReplaceClient(ctx, op, "file", 0, admin.ClientInput{})
 	if !errors.Is(err, admin.ErrReadOnly) {
 		t.Errorf("a config file client: %v", err)
 	}
-	if _, err := svc.DeleteClient(ctx, op, "c", 99); !errors.Is(err, admin.ErrStale) {
+	if _, err := svc.DeleteClient(ctx, op, "c", 99); !errors.Is(err, admin.ErrChangedSinceRevision) {
 		t.Errorf("a delete at a stale revision: %v", err)
 	}
 	if _, err := svc.GetClient(ctx, "c"); err != nil {

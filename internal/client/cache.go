@@ -121,7 +121,7 @@ func Optimistic(ctx context.Context) context.Context {
 }
 
 // Optimistically runs fn with an optimistic slot (Optimistic) and confirms
-// the values it used; if one had moved (store.ErrStale, from fn or from
+// the values it used; if one had moved (store.ErrRunAgain, from fn or from
 // the confirmation) it runs fn again with reads that begin after the
 // request did (PerRequest), and answers that run. fn must confirm before
 // any write of its own (a store does so itself, by Confirm or Settle), so
@@ -129,12 +129,12 @@ func Optimistic(ctx context.Context) context.Context {
 func Optimistically[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
 	octx := Optimistic(ctx)
 	v, err := fn(octx)
-	if !errors.Is(err, store.ErrStale) {
+	if !errors.Is(err, store.ErrRunAgain) {
 		cerr := Confirm(octx)
 		if cerr == nil {
 			return v, err
 		}
-		if !errors.Is(cerr, store.ErrStale) {
+		if !errors.Is(cerr, store.ErrRunAgain) {
 			var zero T
 			return zero, cerr
 		}
@@ -143,7 +143,7 @@ func Optimistically[T any](ctx context.Context, fn func(ctx context.Context) (T,
 }
 
 // Confirm reads again each value the request of ctx used without a read
-// (Optimistic) and answers store.ErrStale if one has moved; a value that
+// (Optimistic) and answers store.ErrRunAgain if one has moved; a value that
 // held is confirmed once. Outside an optimistic request it does nothing.
 func Confirm(ctx context.Context) error {
 	slot, _ := ctx.Value(requestKey{}).(*requestReads)
@@ -166,7 +166,7 @@ func Confirm(ctx context.Context) error {
 		delete(slot.unconfirmed, f)
 	}
 	if slot.stale {
-		return store.ErrStale
+		return store.ErrRunAgain
 	}
 	return nil
 }
@@ -190,7 +190,7 @@ func Unconfirmed[T comparable](ctx context.Context, f *Fresh[T]) (T, bool) {
 
 // Settle records what a store's statement found of f's value that the
 // request of ctx used (Unconfirmed): held, it is confirmed; otherwise the
-// request is stale, and Confirm answers store.ErrStale without a read.
+// request is stale, and Confirm answers store.ErrRunAgain without a read.
 func Settle[T comparable](ctx context.Context, f *Fresh[T], held bool) {
 	slot, _ := ctx.Value(requestKey{}).(*requestReads)
 	if slot == nil {

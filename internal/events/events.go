@@ -40,7 +40,7 @@ func (rec *Recorder) ObserveOAuth(ctx context.Context, st Appender, f request.Fa
 // failed logs a failed write of an observed event, unless the request
 // was canceled (its event may still have been written).
 func (rec *Recorder) failed(ctx context.Context, typ string, err error) {
-	if ctx.Err() != nil || errors.Is(err, store.ErrStale) {
+	if ctx.Err() != nil || errors.Is(err, store.ErrRunAgain) {
 		return // (stale: the request runs again and records it then)
 	}
 	log := rec.Log

@@ -16,10 +16,10 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrConflict: a unique key is already taken, or a single-use value was already used.
 	ErrConflict = errors.New("store: conflict")
-	// ErrStale: a request decided on generations it did not read
+	// ErrRunAgain: a request decided on generations it did not read
 	// (client.Optimistic) and they moved before its write; nothing of the
 	// write was made, and the request runs again (client.Optimistically).
-	ErrStale = errors.New("store: decided on generations that moved")
+	ErrRunAgain = errors.New("store: decided on generations that moved")
 	// ErrServerKeyMismatch: the database records another server key's
 	// fingerprint than the one claimed.
 	ErrServerKeyMismatch = errors.New("store: the database belongs to a different server key")

@@ -103,10 +103,10 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %v", store.ErrConflict, err)
 	}
 	if pe != nil && pe.Code == "LK001" { // latchkey_guard_issue, latchkey_guard_code
-		return fmt.Errorf("%w: %v", sqlstore.ErrStaleRead, err)
+		return fmt.Errorf("%w: %v", sqlstore.ErrReadChanged, err)
 	}
 	if pe != nil && pe.Code == "LK002" { // latchkey_guard_generations
-		return fmt.Errorf("%w: %v", store.ErrStale, err)
+		return fmt.Errorf("%w: %v", store.ErrRunAgain, err)
 	}
 	return err
 }

@@ -52,7 +52,7 @@ var noExpectation = Generations{Client: -1, Token: -1}
 
 // AppendEvents queues es and waits for the commit that holds them. For a
 // request that decided on generations it did not read, the events are
-// inserted only if those still hold, and store.ErrStale answers otherwise.
+// inserted only if those still hold, and store.ErrRunAgain answers otherwise.
 func (g *GroupCommit) AppendEvents(ctx context.Context, es ...store.Event) error {
 	q := queued{events: es, done: make(chan error, 1)}
 	if g.expected != nil {
@@ -74,7 +74,7 @@ func (g *GroupCommit) AppendEvents(ctx context.Context, es ...store.Event) error
 	g.mu.Unlock()
 	select {
 	case err := <-q.done:
-		if q.expect != nil && (err == nil || errors.Is(err, store.ErrStale)) {
+		if q.expect != nil && (err == nil || errors.Is(err, store.ErrRunAgain)) {
 			g.settle(ctx, err == nil)
 		}
 		return err
@@ -120,7 +120,7 @@ func (g *GroupCommit) run() {
 }
 
 // commitExpecting inserts a batch in which some requests expect
-// generations: each of those gets store.ErrStale if the statement found
+// generations: each of those gets store.ErrRunAgain if the statement found
 // others, and its events were not inserted.
 func (g *GroupCommit) commitExpecting(ctx context.Context, batch []queued, all []store.Event) {
 	expect := make([]Generations, 0, len(all))
@@ -137,7 +137,7 @@ func (g *GroupCommit) commitExpecting(ctx context.Context, batch []queued, all [
 	for _, q := range batch {
 		qerr := err
 		if qerr == nil && q.expect != nil && *q.expect != found {
-			qerr = store.ErrStale
+			qerr = store.ErrRunAgain
 		}
 		q.done <- qerr
 	}

@@ -76,7 +76,7 @@ type lazyTx struct {
 	// UseAuthCodeGuardPerson), is the call of its guard function
 	// (latchkey_guard_issue, latchkey_guard_code) without its last
 	// argument (wait): the held inserts' statement ends with it, or a
-	// BEGIN sent later is followed by it. Its failure is ErrStaleRead, and
+	// BEGIN sent later is followed by it. Its failure is ErrReadChanged, and
 	// Tx runs the function again with locking reads (locked).
 	guard *heldInsert
 	// use is a guarded code's use (UseAuthCodeGuardPerson), held: the
@@ -111,11 +111,11 @@ func (l *lazyTx) mayGuard() bool {
 	return l != nil && !l.locked && !l.begun && len(l.pending) == 0 && l.guard == nil && l.failed == nil
 }
 
-// ErrStaleRead is a guarded read's failure at its commit: what it read
+// ErrReadChanged is a guarded read's failure at its commit: what it read
 // changed (or was under a writer's lock) before the commit. Tx answers it
 // by running its function again with locking reads; a dialect's Translate
 // returns it for its guard's error.
-var ErrStaleRead = errors.New("sqlstore: a guarded read changed before its commit")
+var ErrReadChanged = errors.New("sqlstore: a guarded read changed before its commit")
 
 type heldInsert struct {
 	q    string // with "?" placeholders

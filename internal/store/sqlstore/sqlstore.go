@@ -179,7 +179,7 @@ type Optimism struct {
 	// Settle records whether a statement found them unchanged.
 	Settle func(ctx context.Context, held bool)
 	// Confirm reads them again for the request of ctx, if it has any
-	// unconfirmed: store.ErrStale if they moved.
+	// unconfirmed: store.ErrRunAgain if they moved.
 	Confirm func(ctx context.Context) error
 }
 
@@ -325,23 +325,23 @@ func (db *DB) runTx(ctx context.Context, own bool, fn func(store.Store) error) (
 //
 // With expect (the generations the request decided on without reading
 // them), the transaction's first statement checks them
-// (latchkey_guard_generations) and fails with store.ErrStale if they
+// (latchkey_guard_generations) and fails with store.ErrRunAgain if they
 // moved; the request learns either way (Optimism.Settle). A transaction
 // that sends nothing leaves them unconfirmed.
 func (db *DB) runLazyTx(ctx context.Context, fn func(store.Store) error, expect *Generations) error {
 	l, checked, err := db.runLazyOnce(ctx, fn, &lazyTx{expect: expect})
-	if l.cachedRead != nil && (errors.Is(err, ErrStaleRead) || !l.guardSent) {
+	if l.cachedRead != nil && (errors.Is(err, ErrReadChanged) || !l.guardSent) {
 		// It decided on a kept read that no guard confirmed (it refused,
 		// or wrote nothing), or whose guard failed: nothing was written.
 		db.shared.guarded.drop(l.cachedRead)
 		_, checked, err = db.runLazyOnce(ctx, fn, &lazyTx{reread: true, expect: expect})
 	}
-	if errors.Is(err, ErrStaleRead) {
+	if errors.Is(err, ErrReadChanged) {
 		_, checked, err = db.runLazyOnce(ctx, fn, &lazyTx{locked: true, expect: expect})
 	}
 	if expect != nil {
 		switch {
-		case errors.Is(err, store.ErrStale):
+		case errors.Is(err, store.ErrRunAgain):
 			db.shared.optimism.Settle(ctx, false)
 		case err == nil && checked:
 			db.shared.optimism.Settle(ctx, true)

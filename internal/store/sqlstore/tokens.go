@@ -247,7 +247,7 @@ var tokenGrantPersonVersions = strings.Replace(tokenGrantPersonQuery, "SELECT ",
 // statement sharing a commit; that statement commits only if the person's,
 // the token's and the grant's rows are still the versions read, the
 // person's under a share lock at the commit (latchkey_guard_issue), and
-// otherwise fails with ErrStaleRead, on which Tx runs the function again
+// otherwise fails with ErrReadChanged, on which Tx runs the function again
 // with GetTokenGrantSharePerson's locking read. A statement that needs a
 // transaction begun takes the share lock and checks the versions first.
 // What a guarded read found is kept (guardedReads): a refresh of the same
@@ -389,7 +389,7 @@ func (db *DB) revokeLiveInOne(ctx context.Context, kind string, hash []byte, cli
 		event AS (INSERT INTO events (`+eventRowColumns+`)
 			SELECT ?, ?, ?, ?, ?, ?, grant_id, subject, lower(subject COLLATE "C"), ?, ?, ?, ?, ?, ?, ?::bigint FROM revoked)
 		SELECT grant_id FROM revoked`, args...)
-	if expect != noExpectation && (err == nil || errors.Is(err, store.ErrStale)) {
+	if expect != noExpectation && (err == nil || errors.Is(err, store.ErrRunAgain)) {
 		o.Settle(ctx, err == nil)
 	}
 	if err != nil || n == 0 {
@@ -582,7 +582,7 @@ var (
 // commits only if the use updated the code — no other exchange used it
 // since the read — and the person's row is still the version read, under
 // a share lock (latchkey_guard_code); otherwise it fails with
-// ErrStaleRead, on which Tx runs the function again with locking reads.
+// ErrReadChanged, on which Tx runs the function again with locking reads.
 // The code's SetAuthCodeGrant joins the held use.
 func (db *DB) UseAuthCodeGuardPerson(ctx context.Context, hash []byte, now time.Time) (store.AuthCode, store.Person, error) {
 	l := db.lazy

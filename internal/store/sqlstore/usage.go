@@ -62,7 +62,7 @@ func (b *useBatch) counts(e Generations) bool {
 // appends ev (if any) in that write when it counts the use. A caller
 // that decided on generations it did not read (expect) has its use counted
 // only if the write finds them unchanged, and learns so (Optimism.Settle);
-// otherwise it gets store.ErrStale, having written nothing.
+// otherwise it gets store.ErrRunAgain, having written nothing.
 func (db *DB) coalescedUse(ctx context.Context, hash []byte, expect Generations, ev *store.Event) (store.Token, error) {
 	c := &db.shared.uses
 	key := string(hash)
@@ -103,7 +103,7 @@ func (db *DB) coalescedUse(ctx context.Context, hash []byte, expect Generations,
 		held := b.counts(expect)
 		db.shared.optimism.Settle(ctx, held)
 		if !held {
-			return store.Token{}, store.ErrStale
+			return store.Token{}, store.ErrRunAgain
 		}
 	}
 	if b.err != nil {

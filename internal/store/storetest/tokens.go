@@ -104,9 +104,9 @@ func testGrantAndTokens(t *testing.T, s store.Store) {
 	}
 }
 
-// testTokenGrantSharePerson: the token, its grant and its person in one
+// testRefreshReadFindsTokenGrantAndPerson: the token, its grant and its person in one
 // read, inside a transaction and out; ErrNotFound when any is missing.
-func testTokenGrantSharePerson(t *testing.T, s store.Store) {
+func testRefreshReadFindsTokenGrantAndPerson(t *testing.T, s store.Store) {
 	p := person("p1", "jane@example.com")
 	if err := s.CreatePerson(ctx(), p); err != nil {
 		t.Fatal(err)
@@ -258,10 +258,10 @@ func eventIDs(t *testing.T, s store.Store) []string {
 	return ids
 }
 
-// testUsageRecording: a use counted with its event appends the event, and
+// testUseAndItsEventCommitTogether: a use counted with its event appends the event, and
 // a use not counted (exhausted, unknown, an event the store refuses, a
 // transaction rolled back) appends none and counts nothing.
-func testUsageRecording(t *testing.T, s store.Store) {
+func testUseAndItsEventCommitTogether(t *testing.T, s store.Store) {
 	limited := tok("l1", store.KindAccess, "g1")
 	limited.UsageLimit = 2
 	if err := s.CreateToken(ctx(), limited); err != nil {
@@ -306,9 +306,9 @@ func testUsageRecording(t *testing.T, s store.Store) {
 	}
 }
 
-// testUsageRecordingRace: of many concurrent uses with events, exactly the
+// testUsesWithEventsKeepTheLimit: of many concurrent uses with events, exactly the
 // limit's are counted, and exactly their events are stored.
-func testUsageRecordingRace(t *testing.T, s store.Store) {
+func testUsesWithEventsKeepTheLimit(t *testing.T, s store.Store) {
 	limited := tok("l1", store.KindAccess, "g1")
 	limited.UsageLimit = 7
 	if err := s.CreateToken(ctx(), limited); err != nil {
@@ -432,12 +432,12 @@ func testAuthCodeRace(t *testing.T, s store.Store) {
 	}
 }
 
-// testAuthCodeGuardPerson: an exchange's use of its code, with the code's
+// testCodeExchangeUsesOnceWithItsPerson: an exchange's use of its code, with the code's
 // person, inside a transaction: the grant set in it goes with the use, a
 // transaction that writes nothing else (a refused exchange) still uses the
 // code, a code whose person is gone comes with none, and of concurrent
 // exchanges of one code exactly one commits, its grant the code's.
-func testAuthCodeGuardPerson(t *testing.T, s store.Store) {
+func testCodeExchangeUsesOnceWithItsPerson(t *testing.T, s store.Store) {
 	if err := s.CreatePerson(ctx(), person("p1", "jane@example.com")); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 // An optimistic request answers the newest value read so far without a
 // read, and Confirm reads once to check it: unchanged, the request stands;
-// moved, Confirm answers store.ErrStale, then again without a read.
+// moved, Confirm answers store.ErrRunAgain, then again without a read.
 func TestOptimisticAnswersLatestAndConfirmsOnce(t *testing.T) {
 	gen, reads := int64(1), 0
 	f := &Fresh[int64]{Read: func(context.Context) (int64, error) { reads++; return gen, nil }}
@@ -50,8 +50,8 @@ func TestOptimisticAnswersLatestAndConfirmsOnce(t *testing.T) {
 	f.Get(req)
 	gen = 2 // another instance wrote
 	for range 2 {
-		if err := Confirm(req); !errors.Is(err, store.ErrStale) || reads != 3 {
-			t.Errorf("Confirm of a moved value: %v after %d reads; want ErrStale after 3", err, reads)
+		if err := Confirm(req); !errors.Is(err, store.ErrRunAgain) || reads != 3 {
+			t.Errorf("Confirm of a moved value: %v after %d reads; want ErrRunAgain after 3", err, reads)
 		}
 	}
 	if _, ok := Unconfirmed(req, f); ok {
@@ -75,14 +75,14 @@ func TestSettle(t *testing.T) {
 		f.Get(req)
 		Settle(req, f, held)
 		err := Confirm(req)
-		if reads != 1 || held != (err == nil) || !held && !errors.Is(err, store.ErrStale) {
+		if reads != 1 || held != (err == nil) || !held && !errors.Is(err, store.ErrRunAgain) {
 			t.Errorf("settled %v: Confirm %v after %d reads", held, err, reads)
 		}
 	}
 }
 
 // Optimistically runs again, with reads of its own, a request whose values
-// moved: whether fn finds out itself (its write's ErrStale) or the
+// moved: whether fn finds out itself (its write's ErrRunAgain) or the
 // confirmation after it does. A request whose values held runs once.
 func TestOptimisticallyRunsAStaleRequestAgain(t *testing.T) {
 	gen := int64(1)
@@ -92,7 +92,7 @@ func TestOptimisticallyRunsAStaleRequestAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		moved bool
-		fail  bool // fn answers ErrStale itself
+		fail  bool // fn answers ErrRunAgain itself
 		runs  int
 	}{
 		{"unchanged", false, false, 1},
@@ -135,7 +135,7 @@ func TestOptimismBacksOffWhereValuesMove(t *testing.T) {
 	req := Optimistic(context.Background())
 	f.Get(req)
 	gen++
-	if err := Confirm(req); !errors.Is(err, store.ErrStale) {
+	if err := Confirm(req); !errors.Is(err, store.ErrRunAgain) {
 		t.Fatalf("Confirm of a moved value: %v", err)
 	}
 	staleAt := clock

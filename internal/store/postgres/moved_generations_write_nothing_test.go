@@ -20,7 +20,7 @@ import (
 // confirms them in its first write. Its event outside a transaction is
 // one statement, with no read of the generations, while they hold; once
 // another instance has moved them, that event is not inserted, no write of
-// the request is made, and each answers store.ErrStale. In a batch shared
+// the request is made, and each answers store.ErrRunAgain. In a batch shared
 // with other requests only the stale request's events are left out.
 func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 	o := newOptimisticSetup(t)
@@ -63,12 +63,12 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	req = optimistic()
-	if err := a.EventSink().AppendEvents(req, event("stale")); !errors.Is(err, store.ErrStale) || stored("stale") {
-		t.Errorf("moved generations: %v, stored %v; want ErrStale and no event", err, stored("stale"))
+	if err := a.EventSink().AppendEvents(req, event("stale")); !errors.Is(err, store.ErrRunAgain) || stored("stale") {
+		t.Errorf("moved generations: %v, stored %v; want ErrRunAgain and no event", err, stored("stale"))
 	}
 	before = statements.Load()
-	if err := client.Confirm(req); !errors.Is(err, store.ErrStale) || statements.Load() != before {
-		t.Errorf("Confirm after a stale insert: %v after %d statements; want ErrStale without one", err, statements.Load()-before)
+	if err := client.Confirm(req); !errors.Is(err, store.ErrRunAgain) || statements.Load() != before {
+		t.Errorf("Confirm after a stale insert: %v after %d statements; want ErrRunAgain without one", err, statements.Load()-before)
 	}
 
 	// The writes of a stale request: none is made. (Each finds out by a
@@ -91,8 +91,8 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 		if err := b.RevokeToken(ctx, token(n).Hash, now); err != nil {
 			t.Fatal(err)
 		}
-		if err := write(req); !errors.Is(err, store.ErrStale) {
-			t.Errorf("%s of a stale request: %v, want ErrStale", name, err)
+		if err := write(req); !errors.Is(err, store.ErrRunAgain) {
+			t.Errorf("%s of a stale request: %v, want ErrRunAgain", name, err)
 		}
 	}
 	var revoked, uses int64
@@ -133,7 +133,7 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 	wg.Wait()
 	for i, err := range errs {
 		id := fmt.Sprintf("batch %d", i)
-		if stale := i%2 == 0; stale != errors.Is(err, store.ErrStale) || stale == stored(id) || !stale && err != nil {
+		if stale := i%2 == 0; stale != errors.Is(err, store.ErrRunAgain) || stale == stored(id) || !stale && err != nil {
 			t.Errorf("%s (stale %v): %v, stored %v", id, stale, err, stored(id))
 		}
 	}
@@ -144,7 +144,7 @@ func TestOptimisticRequestsConfirmInTheirWrite(t *testing.T) {
 // before: inserts alone are still one statement; a transaction that
 // begins checks them after its BEGIN; a guarded read's statement checks
 // both. Moved generations, the token's or the client's, fail each with
-// store.ErrStale and nothing of it is written.
+// store.ErrRunAgain and nothing of it is written.
 func TestOptimisticTransactionsCheckInTheirFirstStatement(t *testing.T) {
 	o := newOptimisticSetup(t)
 	a, b, raw, gens, now, ctx := o.a, o.b, o.raw, o.gens, o.now, context.Background()
@@ -234,11 +234,11 @@ func TestOptimisticTransactionsCheckInTheirFirstStatement(t *testing.T) {
 			g, _ = grant()
 			req = optimistic()
 			m.move()
-			if err := a.Tx(req, tc.fn(g)); !errors.Is(err, store.ErrStale) || exists("grants", g.ID) || exists("events", "e-"+g.ID) {
-				t.Errorf("%s after %s: %v, grant %v, event %v; want ErrStale and nothing written",
+			if err := a.Tx(req, tc.fn(g)); !errors.Is(err, store.ErrRunAgain) || exists("grants", g.ID) || exists("events", "e-"+g.ID) {
+				t.Errorf("%s after %s: %v, grant %v, event %v; want ErrRunAgain and nothing written",
 					tc.name, m.name, err, exists("grants", g.ID), exists("events", "e-"+g.ID))
 			}
-			if err := client.Confirm(req); !errors.Is(err, store.ErrStale) {
+			if err := client.Confirm(req); !errors.Is(err, store.ErrRunAgain) {
 				t.Errorf("%s after %s: Confirm after a stale transaction: %v", tc.name, m.name, err)
 			}
 			if _, err := gens.Get(client.PerRequest(ctx)); err != nil { // a's generations up to date again
@@ -374,7 +374,7 @@ func TestRevocationWithoutAReadMovesTheGenerationOnlyWhenItRevokes(t *testing.T)
 
 // A use of a limited token by an optimistic request checks the generations
 // in the use's own statement: one statement while they hold, and none of
-// the request's uses counted once they have moved (store.ErrStale). In a
+// the request's uses counted once they have moved (store.ErrRunAgain). In a
 // write shared by concurrent requests only the uses of those whose
 // generations held are counted, each told a count of its own, and only
 // their events are stored with them.
@@ -431,12 +431,12 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	req = o.optimistic(t)
-	if _, err := a.SpendTokenUse(req, limited.Hash, eventRef(event("u-stale"))); !errors.Is(err, store.ErrStale) || stored() != 1 {
-		t.Errorf("a use of a stale request: %v, stored count %d; want ErrStale and 1", err, stored())
+	if _, err := a.SpendTokenUse(req, limited.Hash, eventRef(event("u-stale"))); !errors.Is(err, store.ErrRunAgain) || stored() != 1 {
+		t.Errorf("a use of a stale request: %v, stored count %d; want ErrRunAgain and 1", err, stored())
 	}
 	before = o.statements.Load()
-	if err := client.Confirm(req); !errors.Is(err, store.ErrStale) || o.statements.Load() != before {
-		t.Errorf("Confirm after a stale use: %v after %d statements; want ErrStale without one", err, o.statements.Load()-before)
+	if err := client.Confirm(req); !errors.Is(err, store.ErrRunAgain) || o.statements.Load() != before {
+		t.Errorf("Confirm after a stale use: %v after %d statements; want ErrRunAgain without one", err, o.statements.Load()-before)
 	}
 
 	// Stale requests and others counting uses of the token at once.
@@ -462,7 +462,7 @@ func TestOptimisticUsesConfirmInTheirWrite(t *testing.T) {
 	wg.Wait()
 	seen := map[int]bool{}
 	for i, err := range errs {
-		if stale := i%2 == 0; stale != errors.Is(err, store.ErrStale) || !stale && err != nil {
+		if stale := i%2 == 0; stale != errors.Is(err, store.ErrRunAgain) || !stale && err != nil {
 			t.Errorf("use %d (stale %v): %v", i, stale, err)
 		} else if !stale {
 			if seen[counts[i]] || counts[i] < 2 || counts[i] > 21 {
